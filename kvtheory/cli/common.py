@@ -1,0 +1,44 @@
+"""Options and output shared by the subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import orjson
+
+from kvtheory.errors import InputError
+
+
+def add_workload_options(parser: argparse.ArgumentParser, *, batch: bool = True) -> None:
+    parser.add_argument("--workload", required=True, metavar="FILE", help="JSON Lines workload file")
+    parser.add_argument("--budget", required=True, type=int, metavar="B", help="cache budget B in tokens")
+    if batch:
+        parser.add_argument("--batch", type=int, default=1, metavar="BETA", help="batch size beta (default 1)")
+
+
+def add_json_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+
+
+def parse_params(pairs: list[str] | None) -> dict[str, str]:
+    """``["a=1", "b=x"]`` -> ``{"a": "1", "b": "x"}``; a pair without '=' is an InputError."""
+    params: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise InputError(f"--param expects key=value, got {pair!r}")
+        params[key.strip()] = value.strip()
+    return params
+
+
+def emit(record: dict, as_json: bool) -> None:
+    """Print a result: one JSON object, or aligned ``key: value`` lines."""
+    if as_json:
+        sys.stdout.buffer.write(orjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
+        return
+    width = max(len(key) for key in record)
+    for key, value in record.items():
+        if isinstance(value, float):
+            value = f"{value:.6g}"
+        print(f"{key:<{width}}  {value}")

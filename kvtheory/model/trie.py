@@ -1,0 +1,137 @@
+"""The static prefix trie of a query universe, compressed to radix edges.
+
+Every cache state of MODEL.md §1 is a prefix-closed set of token nodes of the queries seen. Compress the
+trie of all queries of a workload so that a node stands where two queries diverge or a query ends: then
+each radix edge e (from parent(e) to e) is a chain of ``edge_len[e]`` token nodes that no query enters
+or leaves in the middle. Every query is a root path of whole edges, and any prefix-closed cache keeps,
+on each edge, a prefix of its tokens (``kept[e]`` of them, counted from the edge's head). Policies and
+optima therefore work per edge, never per token: this is what lets simulation cost grow with radix
+edges rather than tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+ROOT = 0
+
+
+def _sort_key(tokens: np.ndarray) -> bytes:
+    """Bytes whose lexicographic order is the lexicographic order of the int64 token sequence."""
+    flipped = tokens.astype(np.int64, copy=False).view(np.uint64) ^ np.uint64(1 << 63)
+    return flipped.astype(">u8").tobytes()
+
+
+def _common_prefix(a: np.ndarray, b: np.ndarray) -> int:
+    m = min(a.size, b.size)
+    differ = np.flatnonzero(a[:m] != b[:m])
+    return int(differ[0]) if differ.size else m
+
+
+class PrefixTrie:
+    """Compressed trie over token sequences; node 0 is the root (the empty prefix, depth 0).
+
+    Attributes: ``parent[v]``, ``depth[v]`` (tokens from the root to v), ``edge_len[v]`` =
+    depth[v] - depth[parent[v]], ``children[v]``, ``end[j]`` (node where sequence j ends) and
+    ``path(j)`` (the nodes of sequence j from the root's child down to ``end[j]``).
+
+    >>> trie = PrefixTrie([[1, 2, 3], [1, 2, 4], [1, 2]])
+    >>> [trie.depth[v] for v in trie.path(0)]
+    [2, 3]
+    >>> trie.distinct_tokens
+    4
+    """
+
+    def __init__(self, sequences: Sequence) -> None:
+        arrays = [np.asarray(s, dtype=np.int64) for s in sequences]
+        if not arrays:
+            raise ValueError("a trie needs at least one sequence")
+        keys = [_sort_key(a) for a in arrays]
+        order = sorted(range(len(arrays)), key=keys.__getitem__)
+        parent = [-1]
+        depth = [0]
+        stack = [ROOT]
+        end = [0] * len(arrays)
+        previous = None
+        for j in order:
+            tokens = arrays[j]
+            if previous is not None and keys[j] == keys[previous]:
+                end[j] = end[previous]
+                continue
+            lcp = 0 if previous is None else _common_prefix(arrays[previous], tokens)
+            popped = None
+            while depth[stack[-1]] > lcp:
+                popped = stack.pop()
+            if depth[stack[-1]] < lcp:
+                split = len(parent)
+                parent.append(stack[-1])
+                depth.append(lcp)
+                parent[popped] = split
+                stack.append(split)
+            leaf = len(parent)
+            parent.append(stack[-1])
+            depth.append(int(tokens.size))
+            stack.append(leaf)
+            end[j] = leaf
+            previous = j
+        self.parent = parent
+        self.depth = depth
+        self.edge_len = [0] + [depth[v] - depth[parent[v]] for v in range(1, len(parent))]
+        self.children: list[list[int]] = [[] for _ in parent]
+        for v in range(1, len(parent)):
+            self.children[parent[v]].append(v)
+        self.end = end
+        self._paths: dict[int, tuple[int, ...]] = {}
+        self._euler()
+
+    def _euler(self) -> None:
+        tin = [0] * len(self.parent)
+        tout = [0] * len(self.parent)
+        clock = 0
+        stack = [(ROOT, False)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                tout[node] = clock
+                continue
+            tin[node] = clock
+            clock += 1
+            stack.append((node, True))
+            stack.extend((child, False) for child in self.children[node])
+        self.tin = tin
+        self.tout = tout
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.parent)
+
+    @property
+    def distinct_tokens(self) -> int:
+        """Number of distinct token nodes: the sum of all edge lengths."""
+        return sum(self.edge_len)
+
+    def is_ancestor(self, a: int, b: int) -> bool:
+        """True when node a is b or an ancestor of b."""
+        return self.tin[a] <= self.tin[b] and self.tout[b] <= self.tout[a]
+
+    def node_path(self, node: int) -> tuple[int, ...]:
+        """Nodes from the root's child down to ``node`` (the root itself excluded)."""
+        path = self._paths.get(node)
+        if path is None:
+            nodes = []
+            v = node
+            while v != ROOT:
+                nodes.append(v)
+                v = self.parent[v]
+            path = tuple(reversed(nodes))
+            self._paths[node] = path
+        return path
+
+    def path(self, j: int) -> tuple[int, ...]:
+        """The radix path of sequence j."""
+        return self.node_path(self.end[j])
+
+    def length(self, j: int) -> int:
+        return self.depth[self.end[j]]

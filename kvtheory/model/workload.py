@@ -1,0 +1,154 @@
+"""Workloads: ordered lists of queries, and their JSON Lines file format.
+
+A workload file has one query per line: ``{"tokens": [int, ...]}`` with optional ``"arrival"`` (seconds,
+float) and ``"output_len"`` (int). Reading validates every line and names the line of the first error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from kvtheory.errors import InputError
+from kvtheory.model.query import Query
+from kvtheory.model.trie import PrefixTrie
+
+_KNOWN_KEYS = frozenset({"tokens", "arrival", "output_len"})
+
+
+@dataclass(frozen=True)
+class Workload(Sequence):
+    """An ordered, non-empty sequence of queries q_1..q_n.
+
+    >>> w = Workload.from_token_lists([[1, 2], [1, 3]])
+    >>> len(w), w.total_tokens, w.max_length
+    (2, 4, 2)
+    """
+
+    queries: tuple[Query, ...]
+    source: str | None = None
+    lines: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.queries:
+            raise InputError("empty workload: it has no queries")
+
+    def where(self, j: int) -> str:
+        """Where query j comes from, for error messages: ``file:line`` or ``query j``."""
+        if self.source is not None and self.lines is not None:
+            return f"{self.source}:{self.lines[j]}"
+        return f"query {j}"
+
+    @cached_property
+    def trie(self) -> PrefixTrie:
+        """The compressed prefix trie of all queries (sequence j of the trie is query j)."""
+        return PrefixTrie([q.tokens for q in self.queries])
+
+    @classmethod
+    def from_token_lists(cls, token_lists: Iterable[Sequence[int]]) -> "Workload":
+        return cls(tuple(Query.of(tokens) for tokens in token_lists))
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            lines = None if self.lines is None else self.lines[index]
+            return Workload(self.queries[index], self.source, lines)
+        return self.queries[index]
+
+    def __iter__(self) -> Iterator[Query]:
+        return iter(self.queries)
+
+    @property
+    def total_tokens(self) -> int:
+        """T = sum of |q_j| over the workload."""
+        return sum(q.length for q in self.queries)
+
+    @property
+    def max_length(self) -> int:
+        """L_max = max |q_j|."""
+        return max(q.length for q in self.queries)
+
+    def token_lists(self) -> list[list[int]]:
+        return [q.tokens.tolist() for q in self.queries]
+
+
+def parse_query_line(line: bytes | str, where: str) -> Query:
+    """Parse and validate one JSON Lines record; ``where`` (e.g. ``"w.jsonl:7"``) prefixes errors."""
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"{where}: not valid JSON ({exc.args[0].split(':')[0]})") from None
+    if not isinstance(record, dict):
+        raise InputError(f"{where}: expected a JSON object with a 'tokens' list")
+    unknown = set(record) - _KNOWN_KEYS
+    if unknown:
+        raise InputError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: tokens, arrival, output_len")
+    tokens = record.get("tokens")
+    if not isinstance(tokens, list):
+        raise InputError(f"{where}: 'tokens' must be a list of integers")
+    if not tokens:
+        raise InputError(f"{where}: 'tokens' is empty; a query needs at least one token")
+    try:
+        array = np.array(tokens)
+    except (OverflowError, ValueError):
+        array = None
+    # numpy folds JSON true/false into an int64 array, so booleans are looked for separately.
+    if array is None or array.dtype != np.int64 or _mentions_boolean(line):
+        for token in tokens:
+            if type(token) is not int:
+                raise InputError(f"{where}: token {token!r} is not an integer")
+        if array is None or array.dtype != np.int64:
+            raise InputError(f"{where}: a token id does not fit in a signed 64-bit integer")
+    arrival = record.get("arrival")
+    if arrival is not None and (type(arrival) not in (int, float) or not np.isfinite(arrival) or arrival < 0):
+        raise InputError(f"{where}: 'arrival' must be a non-negative number of seconds, got {arrival!r}")
+    output_len = record.get("output_len")
+    if output_len is not None and (type(output_len) is not int or output_len < 0):
+        raise InputError(f"{where}: 'output_len' must be a non-negative integer, got {output_len!r}")
+    return Query(array, None if arrival is None else float(arrival), output_len)
+
+
+def _mentions_boolean(line: bytes | str) -> bool:
+    raw = line.encode() if isinstance(line, str) else line
+    return b"true" in raw or b"false" in raw
+
+
+def read_workload(path: str | Path) -> Workload:
+    """Read and validate a JSON Lines workload; blank lines are skipped.
+
+    Raises InputError naming ``path:line`` for the first bad line, or the file for an unreadable or
+    empty one.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read workload file ({exc.strerror})") from None
+    queries, lines = [], []
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if line.strip():
+            queries.append(parse_query_line(line, f"{path}:{number}"))
+            lines.append(number)
+    if not queries:
+        raise InputError(f"{path}: empty workload: the file has no queries")
+    return Workload(tuple(queries), str(path), tuple(lines))
+
+
+def write_workload(workload: Workload, path: str | Path) -> None:
+    """Write a workload as JSON Lines (the inverse of :func:`read_workload`)."""
+    with open(path, "wb") as handle:
+        for query in workload:
+            record: dict = {"tokens": query.tokens}
+            if query.arrival is not None:
+                record["arrival"] = query.arrival
+            if query.output_len is not None:
+                record["output_len"] = query.output_len
+            handle.write(orjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY))
+            handle.write(b"\n")

@@ -1,0 +1,65 @@
+"""The one small interface every eviction policy implements (MODEL.md §1)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import ClassVar
+
+from kvtheory.model.trie import PrefixTrie
+
+
+class EvictionPolicy(ABC):
+    """One worker's cache of at most B token nodes, kept prefix-closed, under one eviction rule.
+
+    The cache lives on the radix edges of a :class:`PrefixTrie` over every query the policy may be
+    asked to serve. ``serve(batch)`` serves the queries (trie sequence indices) of one batch: each
+    query's hits h are counted against the cache as it was before the batch, the union of the batch's
+    token nodes is resident afterwards, and only leaves off the batch's paths are evicted, only to make
+    room. ``size`` is the number of cached token nodes.
+    """
+
+    name: ClassVar[str]
+    randomized: ClassVar[bool] = False
+
+    def __init__(self, trie: PrefixTrie, budget: int, *, seed: int | None = None) -> None:
+        if budget <= 0:
+            raise ValueError(f"budget must be positive, got {budget}")
+        self.trie = trie
+        self.budget = budget
+        self.size = 0
+
+    @abstractmethod
+    def serve(self, batch: Sequence[int]) -> list[int]:
+        """Serve one batch of sequence indices; return each query's hits against the pre-batch cache."""
+
+    @abstractmethod
+    def cached_prefix(self, j: int) -> int:
+        """Hits query j would get now (length of its longest cached prefix); changes nothing."""
+
+    @abstractmethod
+    def kept(self) -> dict[int, int]:
+        """The cache as {trie node v: tokens of edge v cached, counted from the edge's head}, zeros left out."""
+
+
+def union_misses(trie: PrefixTrie, paths: Sequence[Sequence[int]], matched: Sequence[int]) -> int:
+    """Token nodes of a batch that are not cached: |union of the batch's nodes| - |cached ones|.
+
+    ``matched[i]`` is the cached prefix length of query i; since the cache is prefix-closed, the cached
+    part of every edge is the same from whichever query it is seen.
+    """
+    if len(paths) == 1:
+        return trie.depth[paths[0][-1]] - matched[0]
+    depth, parent, edge_len = trie.depth, trie.parent, trie.edge_len
+    missing: dict[int, int] = {}
+    for path, m in zip(paths, matched):
+        for v in path:
+            if v not in missing:
+                cached = min(max(m - depth[parent[v]], 0), edge_len[v])
+                missing[v] = edge_len[v] - cached
+    return sum(missing.values())
+
+
+def footprint(trie: PrefixTrie, paths: Sequence[Sequence[int]]) -> int:
+    """|union of the token nodes of the given paths|: what a batch needs resident at once."""
+    return union_misses(trie, paths, [0] * len(paths))

@@ -1,0 +1,144 @@
+"""Cache state as tokens kept per radix edge, and uniform eviction of leaf tokens in blocks.
+
+Every prefix-closed cache keeps, on each radix edge v, the first ``kept[v]`` of its ``edge_len[v]``
+tokens, and kept[v] > 0 only under a full parent edge. Edge v then holds exactly one cached leaf token
+(its last kept one) when kept[v] > 0 and none of its children is cached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+import numpy as np
+
+from kvtheory.model.trie import PrefixTrie
+from kvtheory.policies.base import EvictionPolicy
+
+_MIN_BLOCK = 256
+
+
+class EdgeCache(EvictionPolicy):
+    """A cache held as ``_kept[v]`` tokens per radix edge v, with ``_cached_children[v]`` counting the
+    children of v that hold tokens."""
+
+    def __init__(self, trie: PrefixTrie, budget: int, *, seed: int | None = None) -> None:
+        super().__init__(trie, budget, seed=seed)
+        self._kept = np.zeros(trie.n_nodes, dtype=np.int64)
+        self._cached_children = [0] * trie.n_nodes
+
+    def cached_prefix(self, j: int) -> int:
+        kept = self._kept
+        return int(sum(kept[v] for v in self.trie.path(j)))
+
+    def kept(self) -> dict[int, int]:
+        return {int(v): int(self._kept[v]) for v in np.flatnonzero(self._kept)}
+
+    def _fill(self, paths: Sequence[Sequence[int]]) -> None:
+        """Make every token node of ``paths`` resident (room has been made)."""
+        kept, edge_len, parent, children = self._kept, self.trie.edge_len, self.trie.parent, self._cached_children
+        for path in paths:
+            for v in path:
+                if kept[v] < edge_len[v]:
+                    if kept[v] == 0:
+                        children[parent[v]] += 1
+                    self.size += edge_len[v] - int(kept[v])
+                    kept[v] = edge_len[v]
+
+
+class LeafTokenSampler(EdgeCache):
+    """Evict uniformly random leaf tokens among the *candidates*: cached leaves that are not marked.
+
+    Subclasses decide what is marked. One token at a time, the rule picks a candidate edge uniformly
+    (each holds one leaf token) and removes its last token; an emptied edge may make its parent a
+    candidate. Instead of a Python step per token, draws are taken in blocks of i.i.d. uniform choices
+    over the current candidates and cut just after the first draw that empties an edge (the first
+    moment the candidate set changes), which is the same distribution as drawing one at a time.
+    """
+
+    randomized = True
+
+    def __init__(self, trie: PrefixTrie, budget: int, *, seed: int | None = None) -> None:
+        super().__init__(trie, budget, seed=seed)
+        n = trie.n_nodes
+        self._rng = np.random.default_rng(seed)
+        self._marked = bytearray(n)
+        self._pool = np.zeros(n, dtype=np.int64)
+        self._slot = [-1] * n
+        self._pool_size = 0
+
+    def serve(self, batch: Sequence[int]) -> list[int]:
+        trie = self.trie
+        paths = [trie.path(j) for j in batch]
+        hits = [self.cached_prefix(j) for j in batch]
+        on_paths = {v for path in paths for v in path}
+        for v in on_paths:
+            self._mark(v)
+        edge_len, kept = trie.edge_len, self._kept
+        missing = sum(edge_len[v] - int(kept[v]) for v in on_paths)
+        overflow = self.size + missing - self.budget
+        if overflow > 0:
+            self._evict(overflow, on_paths)
+        self._fill(paths)
+        self._after_batch(on_paths)
+        return hits
+
+    # -- marks and the candidate pool -------------------------------------------------------------
+    def _mark(self, v: int) -> None:
+        self._marked[v] = 1
+        self._leave_pool(v)
+
+    def _unmark(self, v: int) -> None:
+        self._marked[v] = 0
+        if self._kept[v] > 0 and self._cached_children[v] == 0:
+            self._join_pool(v)
+
+    def _join_pool(self, v: int) -> None:
+        if self._slot[v] < 0:
+            self._pool[self._pool_size] = v
+            self._slot[v] = self._pool_size
+            self._pool_size += 1
+
+    def _leave_pool(self, v: int) -> None:
+        slot = self._slot[v]
+        if slot >= 0:
+            self._pool_size -= 1
+            last = int(self._pool[self._pool_size])
+            self._pool[slot] = last
+            self._slot[last] = slot
+            self._slot[v] = -1
+
+    def _after_batch(self, on_paths: Collection[int]) -> None:
+        """Hook run after a batch is resident."""
+
+    def _no_candidates(self, on_paths: Collection[int]) -> None:
+        """Hook run when room is needed but no candidate is left."""
+        raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
+
+    def _evict(self, tokens: int, on_paths: Collection[int]) -> None:
+        rng, kept, parent, children = self._rng, self._kept, self.trie.parent, self._cached_children
+        while tokens > 0:
+            if self._pool_size == 0:
+                self._no_candidates(on_paths)
+                continue
+            n = self._pool_size
+            nodes = self._pool[:n].copy()
+            caps = kept[nodes]
+            block = min(tokens, max(2 * n * int(caps.min()), _MIN_BLOCK))
+            draws = rng.integers(n, size=block)
+            counts = np.bincount(draws, minlength=n)
+            emptied = np.flatnonzero(counts >= caps)
+            if emptied.size:
+                order = np.argsort(draws, kind="stable")
+                starts = np.cumsum(counts) - counts
+                cut = int(order[starts[emptied] + caps[emptied] - 1].min()) + 1
+                counts = np.bincount(draws[:cut], minlength=n)
+                block = cut
+            kept[nodes] -= counts
+            tokens -= block
+            self.size -= block
+            for v in nodes[kept[nodes] == 0].tolist():
+                self._leave_pool(v)
+                p = parent[v]
+                children[p] -= 1
+                if p and children[p] == 0 and not self._marked[p]:
+                    self._join_pool(p)

@@ -1,0 +1,76 @@
+"""LFU-leaf: evict from the cached leaf requested least often."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+
+from kvtheory.model.trie import PrefixTrie
+from kvtheory.policies.edge_cache import EdgeCache
+
+
+class LeafLFU(EdgeCache):
+    """LFU-leaf: one token at a time, the last token of the cached leaf whose token nodes were requested
+    the fewest times so far (counting every request since the start, cached or not); ties go to the
+    least recently requested, then to the larger trie node id. All tokens of a radix edge share their
+    count, and a parent's count is at least its child's, so whole runs go per heap operation.
+    """
+
+    name = "lfu"
+
+    def __init__(self, trie: PrefixTrie, budget: int, *, seed: int | None = None) -> None:
+        super().__init__(trie, budget, seed=seed)
+        self._count = [0] * trie.n_nodes
+        self._last = [0] * trie.n_nodes
+        self._heap: list[tuple[int, int, int]] = []
+        self._step = 0
+
+    def _push(self, v: int) -> None:
+        heapq.heappush(self._heap, (self._count[v], self._last[v], -v))
+
+    def serve(self, batch: Sequence[int]) -> list[int]:
+        trie = self.trie
+        self._step += 1
+        paths = [trie.path(j) for j in batch]
+        hits = [self.cached_prefix(j) for j in batch]
+        on_paths = {v for path in paths for v in path}
+        kept, edge_len = self._kept, trie.edge_len
+        overflow = self.size + sum(edge_len[v] - int(kept[v]) for v in on_paths) - self.budget
+        if overflow > 0:
+            self._evict(overflow, on_paths)
+        self._fill(paths)
+        for path in paths:
+            for v in path:
+                self._count[v] += 1
+                self._last[v] = self._step
+        for v in on_paths:
+            if self._cached_children[v] == 0:
+                self._push(v)
+        return hits
+
+    def _evict(self, tokens: int, on_paths: set[int]) -> None:
+        heap, kept, parent, children = self._heap, self._kept, self.trie.parent, self._cached_children
+        aside = []
+        while tokens > 0:
+            if not heap:
+                raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
+            count, last, neg_v = heap[0]
+            v = -neg_v
+            if kept[v] == 0 or children[v] or count != self._count[v] or last != self._last[v]:
+                heapq.heappop(heap)
+                continue
+            if v in on_paths:
+                aside.append(heapq.heappop(heap))
+                continue
+            run = min(tokens, int(kept[v]))
+            kept[v] -= run
+            self.size -= run
+            tokens -= run
+            if kept[v] == 0:
+                heapq.heappop(heap)
+                p = parent[v]
+                children[p] -= 1
+                if p and children[p] == 0:
+                    self._push(p)
+        for entry in aside:
+            heapq.heappush(heap, entry)

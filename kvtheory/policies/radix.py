@@ -1,0 +1,202 @@
+"""A dynamic radix tree in the manner of SGLang's RadixCache, laid over the static trie's edges.
+
+A dynamic node covers the token nodes at depths (d0, d1] on the root path of trie node ``bottom`` (the
+shallowest trie node with depth >= d1). Its children are keyed by the trie node whose edge holds their
+first token, so matching, splitting, inserting and evicting cost a step per edge, never per token.
+Subclasses choose the eviction order (``stamp``, then creation id ``cid``) and whether a whole node or a
+single token goes at a time.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+
+from kvtheory.model.trie import PrefixTrie
+from kvtheory.policies.base import EvictionPolicy, union_misses
+
+
+class _Node:
+    __slots__ = ("parent", "children", "d0", "d1", "bottom", "key", "stamp", "cid", "alive")
+
+    def __init__(self, parent, d0, d1, bottom, key, stamp, cid):
+        self.parent = parent
+        self.children: dict[int, _Node] = {}
+        self.d0 = d0
+        self.d1 = d1
+        self.bottom = bottom
+        self.key = key
+        self.stamp = stamp
+        self.cid = cid
+        self.alive = True
+
+
+class RadixPolicy(EvictionPolicy):
+    """Leaf eviction on a radix tree of runs of tokens, ordered by (stamp, cid), oldest first.
+
+    ``refresh_on_hit``: every dynamic node on a served query's path gets the current time as its stamp
+    (and a node split by a query gets it on both halves); otherwise a stamp is the insertion time. Time
+    advances once per batch: the queries of one batch are accessed together.
+    ``whole_node``: evict the whole leaf node (all its tokens), else only its last token.
+    """
+
+    refresh_on_hit: bool = True
+    whole_node: bool = True
+
+    def __init__(self, trie: PrefixTrie, budget: int, *, seed: int | None = None) -> None:
+        super().__init__(trie, budget, seed=seed)
+        self._root = _Node(None, 0, 0, 0, -1, -1, -1)
+        self._clock = 0
+        self._next_cid = 0
+        self._heap: list = []
+
+    # -- matching ---------------------------------------------------------------------------------
+    def _match(self, path: Sequence[int], mutate: bool) -> tuple[_Node, int, list[_Node]]:
+        """Walk the longest cached prefix of ``path``; return (last node, matched depth, nodes walked).
+
+        With ``mutate`` the walked nodes are refreshed (if the policy refreshes) and a node the query
+        leaves in its middle is split there, as SGLang's match_prefix does.
+        """
+        trie = self.trie
+        depth, is_ancestor = trie.depth, trie.is_ancestor
+        end = path[-1]
+        length = depth[end]
+        node, matched, i = self._root, 0, 0
+        walked: list[_Node] = []
+        while matched < length:
+            while depth[path[i]] <= matched:
+                i += 1
+            child = node.children.get(path[i])
+            if child is None:
+                break
+            if mutate and self.refresh_on_hit:
+                child.stamp = self._clock
+            if is_ancestor(child.bottom, end):
+                reach = child.d1
+            else:
+                j = i
+                while j + 1 < len(path) and is_ancestor(path[j + 1], child.bottom):
+                    j += 1
+                reach = depth[path[j]]
+                if not mutate:
+                    return child, reach, walked
+                child = self._split(child, path[j])
+            walked.append(child)
+            node, matched = child, reach
+        return node, matched, walked
+
+    def _split(self, child: _Node, at: int) -> _Node:
+        """Split ``child`` at trie node ``at`` (strictly inside it); the new head is returned.
+
+        The tail keeps the original node's creation id (its age), the head gets a new one.
+        """
+        parent = self.trie.parent
+        head = _Node(child.parent, child.d0, self.trie.depth[at], at, child.key, child.stamp, self._new_cid())
+        child.parent.children[child.key] = head
+        tail_key = child.bottom
+        while parent[tail_key] != at:
+            tail_key = parent[tail_key]
+        child.parent, child.key, child.d0 = head, tail_key, head.d1
+        head.children[tail_key] = child
+        if not child.children:
+            self._push(child)
+        return head
+
+    def _new_cid(self) -> int:
+        self._next_cid += 1
+        return self._next_cid
+
+    def _push(self, node: _Node) -> None:
+        heapq.heappush(self._heap, (node.stamp, node.cid, node))
+
+    # -- the policy interface ---------------------------------------------------------------------
+    def cached_prefix(self, j: int) -> int:
+        return self._match(self.trie.path(j), mutate=False)[1]
+
+    def serve(self, batch: Sequence[int]) -> list[int]:
+        trie = self.trie
+        paths = [trie.path(j) for j in batch]
+        hits: list[int] = []
+        ends: list[_Node] = []
+        locked: set[int] = set()
+        self._clock += 1
+        for path in paths:
+            node, matched, walked = self._match(path, mutate=True)
+            hits.append(matched)
+            ends.append(node)
+            locked.update(map(id, walked))
+        overflow = self.size + union_misses(trie, paths, hits) - self.budget
+        if overflow > 0:
+            self._evict(overflow, locked)
+        for path, node, matched in zip(paths, ends, hits):
+            if len(paths) > 1:
+                node, matched, _ = self._match(path, mutate=True)
+            self._insert(path, node, matched)
+        return hits
+
+    def _insert(self, path: Sequence[int], node: _Node, matched: int) -> None:
+        depth = self.trie.depth
+        end = path[-1]
+        if matched < depth[end]:
+            i = 0
+            while depth[path[i]] <= matched:
+                i += 1
+            leaf = _Node(node, matched, depth[end], end, path[i], self._clock, self._new_cid())
+            node.children[path[i]] = leaf
+            self.size += leaf.d1 - leaf.d0
+            self._push(leaf)
+        elif not node.children and node is not self._root:
+            self._push(node)
+
+    def _evict(self, tokens: int, locked: set[int]) -> None:
+        """Evict leaves in (stamp, cid) order, skipping the batch's paths, until ``tokens`` are freed."""
+        heap, parent_depth = self._heap, self.trie.depth
+        trie_parent = self.trie.parent
+        aside = []
+        while tokens > 0:
+            if not heap:
+                raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
+            entry = heap[0]
+            stamp, _, node = entry
+            if not node.alive or node.children or node.stamp != stamp:
+                heapq.heappop(heap)
+                continue
+            if id(node) in locked:
+                aside.append(heapq.heappop(heap))
+                continue
+            run = node.d1 - node.d0
+            if self.whole_node or run <= tokens:
+                heapq.heappop(heap)
+                node.alive = False
+                del node.parent.children[node.key]
+                self.size -= run
+                tokens -= run
+                parent = node.parent
+                if parent is not self._root and not parent.children:
+                    self._push(parent)
+            else:
+                node.d1 -= tokens
+                self.size -= tokens
+                tokens = 0
+                bottom = node.bottom
+                while parent_depth[trie_parent[bottom]] >= node.d1:
+                    bottom = trie_parent[bottom]
+                node.bottom = bottom
+        for entry in aside:
+            heapq.heappush(heap, entry)
+
+    def kept(self) -> dict[int, int]:
+        depth, parent = self.trie.depth, self.trie.parent
+        kept: dict[int, int] = {}
+        stack = list(self._root.children.values())
+        while stack:
+            node = stack.pop()
+            stack.extend(node.children.values())
+            v = node.bottom
+            while v and depth[v] > node.d0:
+                lo = depth[parent[v]]
+                overlap = min(depth[v], node.d1) - max(lo, node.d0)
+                if overlap > 0:
+                    kept[v] = kept.get(v, 0) + overlap
+                v = parent[v]
+        return kept

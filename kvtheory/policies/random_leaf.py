@@ -1,0 +1,19 @@
+"""random-leaf: a uniformly random cached leaf token, no marking."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from kvtheory.policies.edge_cache import LeafTokenSampler
+
+
+class RandomLeaf(LeafTokenSampler):
+    """random-leaf (MODEL.md §1): evict a uniformly random cached leaf token off the current batch's
+    paths, one token at a time; nothing is remembered between batches.
+    """
+
+    name = "random-leaf"
+
+    def _after_batch(self, on_paths: Collection[int]) -> None:
+        for v in on_paths:
+            self._unmark(v)

@@ -1,0 +1,37 @@
+"""RLT: randomized leaf-token eviction, a marking algorithm (the paper's logarithmic policy)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from kvtheory.model.trie import PrefixTrie
+from kvtheory.policies.edge_cache import LeafTokenSampler
+
+
+class RandomizedLeafToken(LeafTokenSampler):
+    """RLT (MODEL.md §1): every token node of a served query is marked; to make room, evict a leaf token
+    chosen uniformly at random among unmarked cached leaf tokens (never on the current path), one token
+    at a time. When no unmarked leaf is left a new phase starts: all marks are cleared except the
+    current batch's paths. Randomness: ``numpy.random.default_rng(seed)``.
+    """
+
+    name = "rlt"
+
+    def __init__(self, trie: PrefixTrie, budget: int, *, seed: int | None = None) -> None:
+        super().__init__(trie, budget, seed=seed)
+        self._marked_nodes: set[int] = set()
+        self.phases = 1
+
+    def _mark(self, v: int) -> None:
+        super()._mark(v)
+        self._marked_nodes.add(v)
+
+    def _no_candidates(self, on_paths: Collection[int]) -> None:
+        survivors = self._marked_nodes & set(on_paths)
+        cleared = self._marked_nodes - survivors
+        if not cleared:
+            super()._no_candidates(on_paths)
+        self.phases += 1
+        self._marked_nodes = survivors
+        for v in cleared:
+            self._unmark(v)

@@ -1,0 +1,11 @@
+"""token-LRU: L-LRU's order, one token at a time."""
+
+from kvtheory.policies.radix import RadixPolicy
+
+
+class TokenLRU(RadixPolicy):
+    """token-LRU (MODEL.md §1): as L-LRU, but evict only the last token of the LRU leaf node at a time."""
+
+    name = "token-lru"
+    refresh_on_hit = True
+    whole_node = False

@@ -1,0 +1,80 @@
+"""Competitive ratios on one worker: an online policy's misses over the exact optimum's (FIF)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kvtheory.model.workload import Workload
+from kvtheory.policies import policy_class
+from kvtheory.simulate import RunResult, run_fif, run_policy
+from kvtheory.stats import summarize
+
+
+def ratio_of(misses: int, opt_misses: int) -> float:
+    """ALG / OPT, with 0/0 = 1 (both free) and x/0 = inf."""
+    if opt_misses == 0:
+        return 1.0 if misses == 0 else float("inf")
+    return misses / opt_misses
+
+
+@dataclass(frozen=True)
+class RatioReport:
+    """A policy's ratio against FIF on one instance, over one or more seeds."""
+
+    policy: str
+    budget: int
+    batch: int
+    k: int
+    opt_misses: int
+    runs: tuple[RunResult, ...]
+
+    @property
+    def ratios(self) -> list[float]:
+        return [ratio_of(run.misses, self.opt_misses) for run in self.runs]
+
+    def to_dict(self) -> dict:
+        ratios = self.ratios
+        ratio = summarize(ratios)
+        misses = summarize([run.misses for run in self.runs])
+        worst = max(range(len(ratios)), key=ratios.__getitem__)
+        return {
+            "policy": self.policy,
+            "budget": self.budget,
+            "batch": self.batch,
+            "k": self.k,
+            "queries": self.runs[0].queries,
+            "tokens": self.runs[0].tokens,
+            "opt_misses": self.opt_misses,
+            "misses_mean": misses.mean,
+            "ratio_mean": ratio.mean,
+            "ratio_std": ratio.std,
+            "ratio_ci95": list(ratio.ci),
+            "seeds": [run.seed for run in self.runs],
+            "ratios": ratios,
+            "worst_seed": self.runs[worst].seed,
+            "worst_ratio": ratios[worst],
+        }
+
+
+def competitive_ratio(
+    workload: Workload,
+    budget: int,
+    policy: str,
+    *,
+    batch: int = 1,
+    seeds: Sequence[int] = (0,),
+    opt_misses: int | None = None,
+) -> RatioReport:
+    """Measure ALG/OPT for ``policy`` on ``workload``; a deterministic policy runs once.
+
+    >>> w = Workload.from_token_lists([[1], [2], [3]] * 4)
+    >>> competitive_ratio(w, 2, "lru").ratios   # 12 misses against Belady's 7
+    [1.7142857142857142]
+    """
+    if opt_misses is None:
+        opt_misses = run_fif(workload, budget, batch=batch).misses
+    cls = policy_class(policy)
+    seeds = list(seeds) if cls.randomized else list(seeds)[:1]
+    runs = tuple(run_policy(workload, budget, cls, batch=batch, seed=s) for s in seeds)
+    return RatioReport(cls.name, budget, batch, runs[0].k, opt_misses, runs)

@@ -1,0 +1,79 @@
+"""One registry for every workload generator and adversary family, by name.
+
+A generator is a plain function ``f(*, seed: int, **params) -> Workload`` whose keyword parameters all
+have defaults; the annotations of those defaults tell the command line how to parse ``key=value``
+(``int``, ``float``, ``str``, ``bool``, or ``list[int]``/``list[float]`` written as ``1,2,3``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from kvtheory.errors import InputError
+from kvtheory.model.workload import Workload
+
+
+@dataclass(frozen=True)
+class Generator:
+    name: str
+    function: Callable[..., Workload]
+    kind: str  # "workload" or "adversary"
+
+    @property
+    def summary(self) -> str:
+        return (inspect.getdoc(self.function) or "").splitlines()[0]
+
+    def parameters(self) -> dict[str, inspect.Parameter]:
+        return {n: p for n, p in inspect.signature(self.function).parameters.items() if n != "seed"}
+
+
+GENERATORS: dict[str, Generator] = {}
+
+
+def register(name: str, kind: str = "workload") -> Callable:
+    """Decorator: make ``function`` reachable as ``kvtheory generate NAME``."""
+
+    def decorate(function: Callable[..., Workload]) -> Callable[..., Workload]:
+        if name in GENERATORS:
+            raise ValueError(f"generator {name!r} registered twice")
+        GENERATORS[name] = Generator(name, function, kind)
+        return function
+
+    return decorate
+
+
+def _convert(name: str, text: str, annotation) -> object:
+    origin = typing.get_origin(annotation)
+    try:
+        if origin in (list, tuple):
+            (item,) = set(typing.get_args(annotation)) - {Ellipsis}
+            return [item(part) for part in text.split(",") if part.strip()]
+        if annotation is bool:
+            if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError
+            return text.lower() in ("true", "1", "yes")
+        return annotation(text)
+    except (TypeError, ValueError):
+        raise InputError(f"parameter {name}={text!r} is not a valid {getattr(annotation, '__name__', annotation)}") from None
+
+
+def generate(name: str, params: Mapping[str, object] | None = None, *, seed: int = 0) -> Workload:
+    """Run generator ``name`` with ``params`` (strings are parsed by the parameter's annotation).
+
+    >>> len(generate("paging", {"pages": "3", "requests": "10"}, seed=1))
+    10
+    """
+    if name not in GENERATORS:
+        raise InputError(f"unknown generator {name!r}; known: {', '.join(sorted(GENERATORS))}")
+    generator = GENERATORS[name]
+    accepted = generator.parameters()
+    hints = typing.get_type_hints(generator.function)
+    kwargs = {}
+    for key, value in (params or {}).items():
+        if key not in accepted:
+            raise InputError(f"{name} takes no parameter {key!r}; it takes: {', '.join(accepted)}")
+        kwargs[key] = _convert(key, value, hints.get(key, str)) if isinstance(value, str) else value
+    return generator.function(seed=seed, **kwargs)
