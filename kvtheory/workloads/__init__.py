@@ -1,5 +1,15 @@
-"""Workload generators of MODEL.md §4, registered by name (see :mod:`kvtheory.workloads.registry`)."""
+"""Workload generators of MODEL.md §4, registered by name (see :mod:`kvtheory.workloads.registry`).
+
+Every module of this package registers its generators on import.
+"""
+
+import importlib
+import pkgutil
 
 from kvtheory.workloads.registry import GENERATORS, generate, register
+
+for _module in pkgutil.iter_modules(__path__):
+    if _module.name != "registry":
+        importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = ["GENERATORS", "generate", "register"]

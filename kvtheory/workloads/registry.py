@@ -66,6 +66,9 @@ def generate(name: str, params: Mapping[str, object] | None = None, *, seed: int
     >>> len(generate("paging", {"pages": "3", "requests": "10"}, seed=1))
     10
     """
+    import adversaries  # noqa: F401  (registers the adversary families)
+    import kvtheory.workloads  # noqa: F401  (registers the workload generators)
+
     if name not in GENERATORS:
         raise InputError(f"unknown generator {name!r}; known: {', '.join(sorted(GENERATORS))}")
     generator = GENERATORS[name]
