@@ -6,7 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+
+
+def _t_quantile(p: float, dof: int) -> float:
+    """Quantile of Student's t with ``dof`` degrees of freedom (scipy is imported on first use)."""
+    from scipy import stats
+
+    return float(stats.t.ppf(p, dof))
 
 
 @dataclass(frozen=True)
@@ -33,7 +39,7 @@ def summarize(values: Sequence[float], level: float = 0.95) -> Summary:
     if array.size == 1:
         return Summary(mean, 0.0, (mean, mean), 1, level)
     std = float(array.std(ddof=1))
-    half = float(stats.t.ppf(0.5 + level / 2, array.size - 1) * std / np.sqrt(array.size))
+    half = float(_t_quantile(0.5 + level / 2, array.size - 1) * std / np.sqrt(array.size))
     return Summary(mean, std, (mean - half, mean + half), int(array.size), level)
 
 
@@ -43,7 +49,7 @@ def upper_confidence_bound(values: Sequence[float], level: float = 0.95) -> floa
     if array.size == 1:
         return float(array[0])
     std = float(array.std(ddof=1))
-    return float(array.mean() + stats.t.ppf(level, array.size - 1) * std / np.sqrt(array.size))
+    return float(array.mean() + _t_quantile(level, array.size - 1) * std / np.sqrt(array.size))
 
 
 def lower_confidence_bound(values: Sequence[float], level: float = 0.95) -> float:

@@ -1,0 +1,1 @@
+"""Experiments built on the model: the demo table, competitive-ratio sweeps."""
