@@ -133,6 +133,8 @@ def parse_query_line(line: bytes | str, where: str) -> Query:
     # numpy folds JSON true/false into an int64 array, so booleans are looked for separately.
     if array is None or array.dtype != np.int64 or _mentions_boolean(line):
         for token in tokens:
+            if type(token) is float and abs(token) >= 2.0**63:
+                raise InputError(f"{where}: token {token!r} does not fit in a signed 64-bit integer")
             if type(token) is not int:
                 raise InputError(f"{where}: token {token!r} is not an integer")
         if array is None or array.dtype != np.int64:

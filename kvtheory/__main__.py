@@ -1,0 +1,7 @@
+"""``python -m kvtheory`` runs the command line."""
+
+import sys
+
+from kvtheory.cli import main
+
+sys.exit(main())

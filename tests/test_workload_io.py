@@ -1,0 +1,58 @@
+"""Reading and writing JSON Lines workloads, and the one-line errors for malformed files."""
+
+import pytest
+
+from kvtheory import InputError, Query, Workload, read_workload, write_workload
+
+
+def _write(tmp_path, text, name="w.jsonl"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_round_trip_keeps_tokens_arrival_and_output_len(tmp_path):
+    workload = Workload((Query.of([1, 2, 3], 0.5, 4), Query.of([1, 2], None, None), Query.of([7], 2.0, 0)))
+    path = tmp_path / "w.jsonl"
+    write_workload(workload, path)
+    again = read_workload(path)
+    assert list(again) == list(workload)
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"tokens": [1, 2', "not valid JSON"),
+        ("[1, 2]", "expected a JSON object"),
+        ('{"tokens": []}', "'tokens' is empty"),
+        ('{"tokens": [1, 2.5]}', "token 2.5 is not an integer"),
+        ('{"tokens": [1, "a"]}', "token 'a' is not an integer"),
+        ('{"tokens": [1, true]}', "token True is not an integer"),
+        ('{"tokens": [1, 99999999999999999999]}', "does not fit"),
+        ('{"tokens": "12"}', "'tokens' must be a list"),
+        ('{"tokens": [1], "arrival": -1}', "'arrival' must be a non-negative"),
+        ('{"tokens": [1], "output_len": 1.5}', "'output_len' must be a non-negative integer"),
+        ('{"tokens": [1], "prompt": "x"}', "unknown key"),
+        ('{"tokens": [1,,2]}', "not valid JSON"),
+    ],
+)
+def test_a_bad_line_is_named_with_file_and_line(tmp_path, line, message):
+    path = _write(tmp_path, '{"tokens": [5]}\n\n' + line + "\n")
+    with pytest.raises(InputError) as info:
+        read_workload(path)
+    text = str(info.value)
+    assert text.startswith(f"{path}:3: ") and message in text and "\n" not in text
+
+
+def test_empty_and_missing_files_are_input_errors(tmp_path):
+    with pytest.raises(InputError, match="empty workload"):
+        read_workload(_write(tmp_path, "\n  \n"))
+    with pytest.raises(InputError, match="cannot read"):
+        read_workload(tmp_path / "absent.jsonl")
+
+
+def test_fast_and_checked_parsing_agree(tmp_path):
+    lines = ['{"tokens":[3,1,2],"arrival":1.5}', '{"arrival": 2, "tokens": [ 4 , 5 ]}', '{"tokens": [-3, 4]}']
+    workload = read_workload(_write(tmp_path, "\n".join(lines)))
+    assert [q.tokens.tolist() for q in workload] == [[3, 1, 2], [4, 5], [-3, 4]]
+    assert [q.arrival for q in workload] == [1.5, 2.0, None]
