@@ -9,7 +9,7 @@ import pkgutil
 from kvtheory.workloads.registry import GENERATORS, generate, register
 
 for _module in pkgutil.iter_modules(__path__):
-    if _module.name != "registry":
+    if not _module.name.startswith("_") and _module.name != "registry":
         importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = ["GENERATORS", "generate", "register"]
