@@ -1,0 +1,63 @@
+"""FIF is the exact optimum: against an exhaustive search, and on the batch instance where MODEL.md's
+depth-first tie rule is not optimal."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from exhaustive import exhaustive_misses
+from kvtheory import Workload, run_fif, run_policy
+from kvtheory.optimum.fif import FurthestInFuture
+from kvtheory.simulate import batches
+from strategies import instances
+
+COUNTEREXAMPLE = [[1, 2, 3, 4], [1, 2, 3, 5], [6, 7], [9], [10], [11], [1, 2, 3, 4], [1, 2, 3, 5], [6, 7]]
+
+
+@settings(max_examples=150)
+@given(instances(max_queries=7, max_length=4, alphabet=2, max_batch=1))
+def test_fif_equals_exhaustive_optimum_at_batch_1(instance):
+    workload, budget, batch = instance
+    assert run_fif(workload, budget).misses == exhaustive_misses(workload.token_lists(), budget)
+
+
+@st.composite
+def repeated_batches(draw):
+    """A batch of shared-prefix queries, a batch of fresh tokens that forces evictions, the first batch
+    again: the shape on which the order among equally distant tokens decides the cost."""
+    beta = draw(st.integers(2, 3))
+    first = [draw(st.lists(st.integers(0, 1), min_size=1, max_size=4)) for _ in range(beta)]
+    fresh = [[10 + i] for i in range(beta)]
+    again = draw(st.permutations(first))
+    queries = first + fresh + list(again)
+    workload = Workload.from_token_lists(queries)
+    trie = workload.trie
+    need = max(sum(trie.edge_len[v] for v in {v for j in g for v in trie.path(j)}) for g in batches(len(queries), beta))
+    return queries, need + draw(st.integers(0, 1)), beta
+
+
+@settings(max_examples=150)
+@given(st.one_of(repeated_batches(), instances(max_queries=7, max_length=4, alphabet=2, max_batch=3)))
+def test_fif_equals_exhaustive_optimum_with_batches(instance):
+    queries, budget, batch = instance
+    if isinstance(queries, Workload):
+        queries = queries.token_lists()
+    workload = Workload.from_token_lists(queries)
+    assert run_fif(workload, budget, batch=batch).misses == exhaustive_misses(queries, budget, batch)
+
+
+class DepthFirstFIF(FurthestInFuture):
+    """MODEL.md's tie rule taken literally: depth before multiplicity."""
+
+    def _group_key(self, step, multiplicity):
+        return step * self._width
+
+
+def test_depth_first_ties_are_not_optimal_with_batches():
+    workload = Workload.from_token_lists(COUNTEREXAMPLE)
+    schedule = batches(len(workload), 3)
+    literal = DepthFirstFIF(workload.trie, 7, schedule)
+    literal_misses = workload.total_tokens - sum(sum(literal.serve(group)) for group in schedule)
+    assert exhaustive_misses(COUNTEREXAMPLE, 7, 3) == 16
+    assert run_fif(workload, 7, batch=3).misses == 16
+    assert literal_misses == 17
+    assert run_policy(workload, 7, "rlt", batch=3, seed=0).misses >= 16
