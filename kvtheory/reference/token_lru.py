@@ -1,0 +1,9 @@
+"""Reference token-LRU: L-LRU's order, but one token (the last of the LRU leaf run) at a time."""
+
+from kvtheory.reference.runs import RunPolicy
+
+
+class ReferenceTokenLRU(RunPolicy):
+    name = "token-lru"
+    refresh = True
+    whole_node = False

@@ -1,0 +1,220 @@
+"""Model invariants (MODEL.md §1) of every online policy and of FIF, checked after every batch, plus
+depth-1 instances where the policies must be textbook paging algorithms (written here independently).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import instances
+
+from kvtheory import ONLINE_POLICIES, FurthestInFuture, Workload, batches, run_fif, run_policy
+
+ALL = [*ONLINE_POLICIES, "fif"]
+RANDOMIZED = [name for name, cls in ONLINE_POLICIES.items() if cls.randomized]
+# policies that evict one token at a time: when they must evict, they stop exactly at the budget
+TOKEN_GRANULAR = [name for name in ALL if name != "lru"]
+
+unbatched = instances(max_queries=14, max_length=6, alphabet=3, max_batch=1)
+batched = instances(max_queries=14, max_length=5, alphabet=3, max_batch=3)
+
+
+def make(workload, budget, name, batch, seed=0):
+    if name == "fif":
+        return FurthestInFuture(workload.trie, budget, batches(len(workload), batch))
+    return ONLINE_POLICIES[name](workload.trie, budget, seed=seed)
+
+
+def check_every_batch(workload, budget, name, batch, seed=0):
+    """Serve batch by batch and check the invariants after each one; return the hits per query."""
+    trie = workload.trie
+    edge_len, parent = trie.edge_len, trie.parent
+    policy = make(workload, budget, name, batch, seed)
+    before: dict[int, int] = {}
+    all_hits = []
+    for group in batches(len(workload), batch):
+        peeked = [policy.cached_prefix(j) for j in group]
+        on_paths = {v for j in group for v in trie.path(j)}
+        missing = sum(edge_len[v] - before.get(v, 0) for v in on_paths)
+        size_before = sum(before.values())
+        hits = list(policy.serve(group))
+        kept = policy.kept()
+        where = f"{name} B={budget} batch={batch} {workload.token_lists()} at queries {list(group)}"
+        # hits are counted against the cache before the batch, and never exceed a query's length
+        assert hits == peeked, where
+        assert all(0 <= h <= trie.length(j) for h, j in zip(hits, group)), where
+        # at most B tokens, and the size the policy reports is the one it holds
+        assert sum(kept.values()) == policy.size <= budget, where
+        # prefix-closed: a prefix of each edge, and tokens on an edge only under a full parent edge
+        for v, k in kept.items():
+            assert 0 < k <= edge_len[v], where
+            assert parent[v] == 0 or kept.get(parent[v], 0) == edge_len[parent[v]], where
+        # every token node of the batch is resident
+        assert all(kept.get(v, 0) == edge_len[v] for v in on_paths), where
+        # demand paging: nothing is evicted unless room is needed, and then (token by token) no more
+        if size_before + missing <= budget:
+            assert all(kept.get(v, 0) >= k for v, k in before.items()), where
+            assert policy.size == size_before + missing, where
+        elif name in TOKEN_GRANULAR:
+            assert policy.size == budget, where
+        before = kept
+        all_hits.extend(hits)
+    return all_hits
+
+
+def run(workload, budget, name, batch, seed=0):
+    if name == "fif":
+        return run_fif(workload, budget, batch=batch)
+    return run_policy(workload, budget, name, batch=batch, seed=seed)
+
+
+@pytest.mark.parametrize("name", ALL)
+@settings(max_examples=120)
+@given(instance=unbatched)
+def test_invariants_after_every_query(name, instance):
+    workload, budget, batch = instance
+    hits = check_every_batch(workload, budget, name, batch)
+    result = run(workload, budget, name, batch)
+    assert result.query_hits.tolist() == hits
+    assert result.hits + result.misses == result.tokens == workload.total_tokens
+    assert result.hits == sum(hits)
+
+
+@pytest.mark.parametrize("name", ALL)
+@settings(max_examples=120)
+@given(instance=batched)
+def test_invariants_after_every_batch(name, instance):
+    workload, budget, batch = instance
+    hits = check_every_batch(workload, budget, name, batch)
+    result = run(workload, budget, name, batch)
+    assert result.query_hits.tolist() == hits
+    assert result.hits + result.misses == result.tokens == workload.total_tokens
+
+
+@settings(max_examples=150)
+@given(instance=st.one_of(unbatched, batched))
+def test_fif_misses_at_most_every_online_policy(instance):
+    workload, budget, batch = instance
+    optimum = run_fif(workload, budget, batch=batch).misses
+    # a lower bound every policy pays too: each distinct token node is prefilled at least once
+    assert optimum >= workload.trie.distinct_tokens
+    for name, cls in ONLINE_POLICIES.items():
+        for seed in (0, 1) if cls.randomized else (None,):
+            assert optimum <= run_policy(workload, budget, name, batch=batch, seed=seed).misses, name
+
+
+@pytest.mark.parametrize("name", RANDOMIZED)
+@settings(max_examples=60)
+@given(instance=st.one_of(unbatched, batched), seed=st.integers(0, 2**32 - 1))
+def test_same_seed_same_run(name, instance, seed):
+    workload, budget, batch = instance
+    a = run_policy(workload, budget, name, batch=batch, seed=seed)
+    b = run_policy(workload, budget, name, batch=batch, seed=seed)
+    assert a.query_hits.tolist() == b.query_hits.tolist()
+    p, q = make(workload, budget, name, batch, seed), make(workload, budget, name, batch, seed)
+    for group in batches(len(workload), batch):
+        p.serve(group)
+        q.serve(group)
+        assert p.kept() == q.kept()
+
+
+# Three leaves of three tokens under a shared head, budget 10: every new leaf evicts a random one of the
+# others; which one decides the hits of the later repeats.
+CHOICES = [[0, 1, 1, 1], [0, 2, 2, 2], [0, 3, 3, 3], [0, 4, 4, 4], [0, 1, 1, 1], [0, 2, 2, 2], [0, 3, 3, 3]] * 3
+
+
+@pytest.mark.parametrize("name", RANDOMIZED)
+def test_seeds_make_a_difference(name):
+    workload = Workload.from_token_lists(CHOICES)
+    runs = {tuple(run_policy(workload, 10, name, seed=s).query_hits.tolist()) for s in range(20)}
+    assert len(runs) >= 3
+
+
+# -- depth 1: classic paging with a cache of k = B pages ----------------------------------------------
+
+
+def depth1(pages) -> Workload:
+    return Workload.from_token_lists([[p] for p in pages])
+
+
+def belady(pages, k) -> list[int]:
+    """Textbook Belady (MIN): on a miss with a full cache, evict the page requested furthest ahead."""
+    cache: set = set()
+    hits = []
+    for t, p in enumerate(pages):
+        if p in cache:
+            hits.append(1)
+            continue
+        hits.append(0)
+        if len(cache) == k:
+            ahead = pages[t + 1 :]
+            cache.remove(max(cache, key=lambda q: ahead.index(q) if q in ahead else len(ahead)))
+        cache.add(p)
+    return hits
+
+
+def fifo(pages, k) -> list[int]:
+    """Textbook FIFO: evict the page that entered the cache earliest; hits change nothing."""
+    queue: list = []
+    hits = []
+    for p in pages:
+        if p in queue:
+            hits.append(1)
+            continue
+        hits.append(0)
+        if len(queue) == k:
+            queue.pop(0)
+        queue.append(p)
+    return hits
+
+
+def lru(pages, k) -> list[int]:
+    """Textbook LRU."""
+    cache: OrderedDict = OrderedDict()
+    hits = []
+    for p in pages:
+        if p in cache:
+            hits.append(1)
+            cache.move_to_end(p)
+            continue
+        hits.append(0)
+        if len(cache) == k:
+            cache.popitem(last=False)
+        cache[p] = True
+    return hits
+
+
+@pytest.mark.parametrize("name", ["lru", "token-lru"])
+@pytest.mark.parametrize("k", [1, 2, 3, 5, 8])
+def test_lru_misses_every_request_on_a_cycle_over_k_plus_one_pages(name, k):
+    pages = list(range(k + 1)) * 4
+    result = run_policy(depth1(pages), k, name)
+    assert result.hits == 0 and result.misses == len(pages)
+
+
+page_sequences = st.tuples(st.lists(st.integers(0, 6), min_size=1, max_size=40), st.integers(1, 6))
+
+
+@settings(max_examples=150)
+@given(case=page_sequences)
+def test_fif_is_belady_at_depth_one(case):
+    pages, k = case
+    assert run_fif(depth1(pages), k).query_hits.tolist() == belady(pages, k)
+
+
+@settings(max_examples=150)
+@given(case=page_sequences)
+def test_fifo_is_textbook_fifo_at_depth_one(case):
+    pages, k = case
+    assert run_policy(depth1(pages), k, "fifo").query_hits.tolist() == fifo(pages, k)
+
+
+@pytest.mark.parametrize("name", ["lru", "token-lru"])
+@settings(max_examples=100)
+@given(case=page_sequences)
+def test_lru_is_textbook_lru_at_depth_one(name, case):
+    pages, k = case
+    assert run_policy(depth1(pages), k, name).query_hits.tolist() == lru(pages, k)
