@@ -15,6 +15,7 @@ from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import EvictionPolicy
 
 _MIN_BLOCK = 256
+_SCAN_LIMIT = 64
 
 
 class EdgeCache(EvictionPolicy):
@@ -115,7 +116,14 @@ class LeafTokenSampler(EdgeCache):
         raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
 
     def _evict(self, tokens: int, on_paths: Collection[int]) -> None:
-        rng, kept, parent, children = self._rng, self._kept, self.trie.parent, self._cached_children
+        """Evict ``tokens`` leaf tokens, block by block (see the class docstring).
+
+        A block is sized about twice the expected draws before the smallest candidate empties
+        (n candidates, the smallest holding c tokens: about n*c draws). When few draws are expected
+        before the cut, the block is scanned in Python, else counted with numpy; both take the same
+        draws and cut at the same place.
+        """
+        rng, kept = self._rng, self._kept
         while tokens > 0:
             if self._pool_size == 0:
                 self._no_candidates(on_paths)
@@ -123,22 +131,57 @@ class LeafTokenSampler(EdgeCache):
             n = self._pool_size
             nodes = self._pool[:n].copy()
             caps = kept[nodes]
-            block = min(tokens, max(2 * n * int(caps.min()), _MIN_BLOCK))
+            expected = n * int(caps.min())
+            block = min(tokens, max(2 * expected, _MIN_BLOCK))
             draws = rng.integers(n, size=block)
-            counts = np.bincount(draws, minlength=n)
-            emptied = np.flatnonzero(counts >= caps)
-            if emptied.size:
-                order = np.argsort(draws, kind="stable")
-                starts = np.cumsum(counts) - counts
-                cut = int(order[starts[emptied] + caps[emptied] - 1].min()) + 1
-                counts = np.bincount(draws[:cut], minlength=n)
-                block = cut
-            kept[nodes] -= counts
-            tokens -= block
-            self.size -= block
-            for v in nodes[kept[nodes] == 0].tolist():
-                self._leave_pool(v)
-                p = parent[v]
-                children[p] -= 1
-                if p and children[p] == 0 and not self._marked[p]:
-                    self._join_pool(p)
+            if min(block, expected) <= _SCAN_LIMIT:
+                taken = self._take_scanning(draws.tolist(), nodes, caps)
+            else:
+                taken = self._take_vectorized(draws, nodes, caps)
+            tokens -= taken
+            self.size -= taken
+
+    def _take_scanning(self, draws: list[int], nodes: np.ndarray, caps: np.ndarray) -> int:
+        """Apply draws one by one up to the first that empties a candidate; return how many applied."""
+        counts: dict[int, int] = {}
+        taken = 0
+        for index in draws:
+            taken += 1
+            count = counts.get(index, 0) + 1
+            counts[index] = count
+            if count == caps[index]:
+                break
+        kept = self._kept
+        for index, count in counts.items():
+            v = int(nodes[index])
+            kept[v] -= count
+            if kept[v] == 0:
+                self._emptied(v)
+        return taken
+
+    def _take_vectorized(self, draws: np.ndarray, nodes: np.ndarray, caps: np.ndarray) -> int:
+        """The same as :meth:`_take_scanning` with numpy: per-candidate counts, and the position of the
+        ``caps[i]``-th draw of candidate i found through a stable sort of the draws."""
+        n = nodes.size
+        counts = np.bincount(draws, minlength=n)
+        emptied = np.flatnonzero(counts >= caps)
+        taken = draws.size
+        if emptied.size:
+            order = np.argsort(draws, kind="stable")
+            starts = np.cumsum(counts) - counts
+            taken = int(order[starts[emptied] + caps[emptied] - 1].min()) + 1
+            counts = np.bincount(draws[:taken], minlength=n)
+        kept = self._kept
+        kept[nodes] -= counts
+        for v in nodes[kept[nodes] == 0].tolist():
+            self._emptied(v)
+        return taken
+
+    def _emptied(self, v: int) -> None:
+        """Edge v lost its last cached token: it leaves the pool and its parent may become a leaf."""
+        self._leave_pool(v)
+        p = self.trie.parent[v]
+        children = self._cached_children
+        children[p] -= 1
+        if p and children[p] == 0 and not self._marked[p]:
+            self._join_pool(p)
