@@ -1,0 +1,130 @@
+"""Single-worker performance on the paper-size GSP workload; prints one JSON object.
+
+    python benchmarks/run.py --json            # full figures (a few minutes on 2 cores)
+    python benchmarks/run.py --json --quick    # a smaller GSP, for a smoke run
+
+Figures: for each online policy and FIF, the in-process simulation time (median of --repeats runs)
+and tokens/second on the whole workload at B = a quarter of its distinct tokens; the wall time and
+peak resident memory of the whole ``kvtheory evict`` / ``kvtheory opt`` process reading the JSON Lines
+file; and a straightforward per-token reference simulation of the same policy (kvtheory.reference: a
+dict of token nodes, one step per token) run on a slice of the workload, scaled to the whole by tokens,
+with the speed-up of the fast path over it and whether both agree hit for hit on the slice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from functools import partial
+
+from kvtheory import run_fif, run_policy, write_workload
+from kvtheory.reference import reference_run
+from kvtheory.workloads import generate
+
+POLICIES = ["lru", "token-lru", "rlt", "fifo", "random-leaf", "lfu"]
+
+
+def _median_time(function, repeats: int) -> tuple[float, object]:
+    times, result = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+_MEASURED = (
+    "import sys\n"
+    "from kvtheory.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "status = open('/proc/self/status').read()\n"
+    "peak = [line for line in status.splitlines() if line.startswith('VmHWM')][0].split()[1]\n"
+    "print(peak, file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
+def _process(argv: list[str], repeats: int) -> dict:
+    """Median wall time of a whole CLI process, and its peak resident memory (VmHWM, which execve
+    resets, unlike ru_maxrss which would count the benchmark process it was forked from)."""
+    walls, peaks = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-c", _MEASURED, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        walls.append(time.perf_counter() - start)
+        if done.returncode != 0:
+            raise RuntimeError(f"kvtheory {' '.join(argv)} failed: {done.stderr.strip()}")
+        peaks.append(int(done.stderr.split()[-1]) / 1024)
+    return {"process_seconds": statistics.median(walls), "process_peak_rss_mb": max(peaks)}
+
+
+def _run(workload, budget: int, name: str, seed: int = 0):
+    return run_fif(workload, budget) if name == "fif" else run_policy(workload, budget, name, seed=seed)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print JSON (the only output format)")
+    parser.add_argument("--quick", action="store_true", help="a 16 x 8 GSP instead of the paper's 128 x 32")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per timing (median reported)")
+    parser.add_argument("--slice", type=int, default=24, help="queries in the reference slice")
+    args = parser.parse_args()
+
+    params = {"groups": 16, "prompts": 8} if args.quick else {}
+    workload = generate("gsp", params, seed=0)
+    distinct = workload.trie.distinct_tokens
+    budget = distinct // 4
+    piece = workload[: args.slice]
+    piece_budget = max(piece.trie.distinct_tokens // 4, piece.max_length)
+    report = {
+        "workload": {"name": "gsp", "params": params or "paper defaults", "seed": 0},
+        "queries": len(workload),
+        "tokens": workload.total_tokens,
+        "distinct_tokens": distinct,
+        "budget": budget,
+        "slice": {"queries": len(piece), "tokens": piece.total_tokens, "budget": piece_budget},
+        "policies": {},
+    }
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "gsp.jsonl")
+        write_workload(workload, path)
+        for name in POLICIES + ["fif"]:
+            seconds, result = _median_time(partial(_run, workload, budget, name), args.repeats)
+            if name == "fif":
+                argv = ["opt", "--solver", "fif"]
+            else:
+                argv = ["evict", "--policy", name]
+            cli = [*argv, "--workload", path, "--budget", str(budget), "--json"]
+            fast_piece, fast_result = _median_time(partial(_run, piece, piece_budget, name), args.repeats)
+            ref_seconds, ref_hits = _median_time(partial(reference_run, piece, piece_budget, name, seed=0), 1)
+            ref_scaled = ref_seconds * workload.total_tokens / piece.total_tokens
+            entry = {
+                "misses": result.misses,
+                "hit_rate": result.hit_rate,
+                "seconds": seconds,
+                "tokens_per_second": workload.total_tokens / seconds,
+                **_process(cli, args.repeats),
+                "reference_slice_seconds": ref_seconds,
+                "reference_scaled_seconds": ref_scaled,
+                "speedup_vs_reference": ref_scaled / seconds,
+                "fast_slice_seconds": fast_piece,
+            }
+            if name in ("rlt", "random-leaf"):
+                entry["identical_to_reference_on_slice"] = "randomized: equal in distribution (tests)"
+            else:
+                entry["identical_to_reference_on_slice"] = fast_result.query_hits.tolist() == list(ref_hits)
+            report["policies"][name] = entry
+            print(f"{name}: {entry['seconds']:.3f}s", file=sys.stderr)
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
