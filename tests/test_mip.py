@@ -1,0 +1,228 @@
+"""The MIP optima agree with FIF, with each other and with brute force; time limits are reported honestly."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pulp
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import instances, token_lists
+
+from kvtheory import InputError, Workload, run_fif
+from kvtheory.optimum.mip import makespan_lower_bounds, routing_makespan, solve_joint_mip, solve_mip
+
+HAVE_HIGHS = pulp.HiGHS(msg=False).available()
+SMALL = {"max_queries": 8}
+
+
+def _check_optimal(result, expected: int) -> None:
+    assert result.status == "optimal", result
+    assert result.misses == expected, result
+    assert result.bound == expected and result.gap == 0.0
+
+
+@settings(max_examples=50)
+@given(instances(**SMALL))
+def test_token_and_edge_mip_equal_fif(instance):
+    workload, budget, batch = instance
+    fif = run_fif(workload, budget, batch=batch).misses
+    for formulation in ("token", "edge"):
+        _check_optimal(solve_mip(workload, budget, batch=batch, formulation=formulation), fif)
+
+
+@settings(max_examples=50)
+@given(instances(**SMALL, max_batch=3))
+def test_token_and_edge_mip_equal_fif_in_batches(instance):
+    workload, budget, batch = instance
+    fif = run_fif(workload, budget, batch=batch).misses
+    for formulation in ("token", "edge"):
+        _check_optimal(solve_mip(workload, budget, batch=batch, formulation=formulation), fif)
+
+
+@pytest.mark.skipif(not HAVE_HIGHS, reason="highspy is not installed")
+@settings(max_examples=25)
+@given(instances(**SMALL, max_batch=3))
+def test_highs_equals_fif(instance):
+    workload, budget, batch = instance
+    fif = run_fif(workload, budget, batch=batch).misses
+    for formulation in ("token", "edge"):
+        _check_optimal(solve_mip(workload, budget, batch=batch, formulation=formulation, solver="highs"), fif)
+
+
+def _larger_workload(queries: int = 40, seed: int = 0) -> Workload:
+    rng = np.random.default_rng(seed)
+    return Workload.from_token_lists(rng.integers(0, 3, size=rng.integers(3, 9)) for _ in range(queries))
+
+
+@pytest.mark.parametrize(
+    "solver", ["cbc", pytest.param("highs", marks=pytest.mark.skipif(not HAVE_HIGHS, reason="no highspy"))]
+)
+def test_time_limited_run_is_never_called_optimal(solver):
+    workload, budget = _larger_workload(), 12
+    fif = run_fif(workload, budget).misses
+    result = solve_mip(workload, budget, formulation="token", solver=solver, time_limit=0.01)
+    assert result.status in ("time_limit", "no_solution"), result
+    if result.bound is not None:
+        assert result.bound <= fif
+    if result.status == "time_limit":
+        assert result.misses >= fif and result.gap is not None and result.gap >= 0
+    else:
+        assert result.misses is None and result.gap is None
+
+
+def test_edge_formulation_is_smaller_than_token_formulation():
+    workload, budget = _larger_workload(12), 12
+    token = solve_mip(workload, budget, formulation="token")
+    edge = solve_mip(workload, budget, formulation="edge")
+    assert token.misses == edge.misses == run_fif(workload, budget).misses
+    assert edge.variables < token.variables and edge.constraints < token.constraints
+
+
+def test_bad_inputs_raise_input_error(monkeypatch):
+    workload = Workload.from_token_lists([[1, 2, 3]])
+    with pytest.raises(InputError, match="budget"):
+        solve_mip(workload, 2)
+    with pytest.raises(InputError, match="solver"):
+        solve_mip(workload, 3, solver="gurobi")
+    with pytest.raises(InputError, match="formulation"):
+        solve_mip(workload, 3, formulation="path")
+    monkeypatch.setattr(pulp.HiGHS, "available", lambda self: False)
+    with pytest.raises(InputError, match=r"pip install kvtheory\[highs\]"):
+        solve_mip(workload, 3, solver="highs")
+
+
+def test_result_to_dict_round_trips():
+    result = solve_mip(Workload.from_token_lists([[1], [2], [1]]), 1)
+    record = result.to_dict()
+    assert record["misses"] == 3 and record["status"] == "optimal" and record["formulation"] == "edge"
+
+
+# Several workers
+
+
+@st.composite
+def joint_instances(draw, max_queries: int = 6, workers: int = 2):
+    """(workload, budgets, keyword arguments): each query fits some worker; integer coefficients.
+
+    Half the time the workers are identical, which the joint MIP exploits by symmetry breaking.
+    """
+    workload = Workload.from_token_lists(draw(token_lists(max_queries, 5, 3)))
+    longest = workload.max_length
+    budgets = [draw(st.integers(longest, longest + 4))] + [
+        draw(st.integers(1, longest + 4)) for _ in range(workers - 1)
+    ]
+    a_miss = [float(draw(st.integers(1, 4))) for _ in range(workers)]
+    a_cached = [float(draw(st.integers(0, int(a)))) for a in a_miss]
+    if draw(st.booleans()):
+        budgets, a_miss, a_cached = [budgets[0]] * workers, [a_miss[0]] * workers, [a_cached[0]] * workers
+    output = draw(st.one_of(st.none(), st.lists(st.integers(0, 3), min_size=len(workload), max_size=len(workload))))
+    return workload, budgets, {"a_miss": a_miss, "a_cached": a_cached, "output_time": output}
+
+
+def _brute_force(workload, budgets, kwargs) -> float:
+    """min over all routings (each query on a worker it fits) of the makespan with FIF on every worker."""
+    choices = [[i for i, b in enumerate(budgets) if q.length <= b] for q in workload]
+    return min(routing_makespan(workload, r, budgets, **kwargs) for r in itertools.product(*choices))
+
+
+def _check_joint(result, optimum: float) -> None:
+    assert result.status == "optimal" and result.gap == 0.0, result
+    assert result.makespan == pytest.approx(optimum)
+    assert result.bound <= optimum + 1e-6
+    for bound in result.lower_bounds.values():
+        assert bound <= optimum + 1e-6
+
+
+@settings(max_examples=40)
+@given(instances(**SMALL), st.integers(1, 4), st.integers(0, 4))
+def test_joint_with_one_worker_is_fif_cost(instance, a_miss, a_cached):
+    workload, budget, _ = instance
+    a_cached = min(a_cached, a_miss)
+    fif = run_fif(workload, budget)
+    expected = a_miss * fif.misses + a_cached * fif.hits
+    for formulation in ("token", "edge"):
+        result = solve_joint_mip(workload, [budget], a_miss=[a_miss], a_cached=[a_cached], formulation=formulation)
+        _check_joint(result, expected)
+        assert result.routing == [0] * len(workload)
+
+
+@settings(max_examples=40)
+@given(joint_instances())
+def test_joint_with_equal_costs_is_makespan_scheduling(instance):
+    workload, budgets, kwargs = instance
+    kwargs = {**kwargs, "a_cached": kwargs["a_miss"]}
+    output = kwargs["output_time"] or [0] * len(workload)
+    choices = [[i for i, b in enumerate(budgets) if q.length <= b] for q in workload]
+    optimum = min(
+        max(
+            sum(kwargs["a_miss"][i] * workload[j].length + output[j] for j, w in enumerate(routing) if w == i)
+            for i in range(len(budgets))
+        )
+        for routing in itertools.product(*choices)
+    )
+    _check_joint(solve_joint_mip(workload, budgets, **kwargs), optimum)
+
+
+@settings(max_examples=40)
+@given(joint_instances())
+def test_joint_mip_equals_brute_force(instance):
+    workload, budgets, kwargs = instance
+    optimum = _brute_force(workload, budgets, kwargs)
+    for formulation in ("token", "edge"):
+        result = solve_joint_mip(workload, budgets, formulation=formulation, **kwargs)
+        _check_joint(result, optimum)
+        assert routing_makespan(workload, result.routing, budgets, **kwargs) == pytest.approx(optimum)
+
+
+@pytest.mark.skipif(not HAVE_HIGHS, reason="highspy is not installed")
+@settings(max_examples=20)
+@given(joint_instances())
+def test_joint_highs_equals_brute_force(instance):
+    workload, budgets, kwargs = instance
+    _check_joint(solve_joint_mip(workload, budgets, solver="highs", **kwargs), _brute_force(workload, budgets, kwargs))
+
+
+def test_joint_per_worker_output_times():
+    workload = Workload.from_token_lists([[1, 2], [3, 4]])
+    kwargs = {"a_miss": [1.0, 1.0], "a_cached": [1.0, 1.0], "output_time": [[0.0, 9.0], [9.0, 0.0]]}
+    result = solve_joint_mip(workload, [2, 2], **kwargs)
+    assert result.routing == [0, 1] and result.makespan == pytest.approx(2.0)
+
+
+def test_joint_time_limit_is_never_called_optimal():
+    workload = _larger_workload(30)
+    kwargs = {"a_miss": [3.0, 3.0], "a_cached": [1.0, 1.0]}
+    result = solve_joint_mip(workload, [12, 12], time_limit=0.2, **kwargs)
+    assert result.status in ("time_limit", "no_solution"), result
+    lower = makespan_lower_bounds(workload, [12, 12], **kwargs)
+    if result.status == "time_limit":
+        assert result.makespan >= max(lower.values()) - 1e-6
+        assert routing_makespan(workload, result.routing, [12, 12], **kwargs) == pytest.approx(result.makespan)
+
+
+def test_makespan_lower_bounds_cheap_and_lp():
+    workload = Workload.from_token_lists([[1, 2, 3], [1, 2, 3], [1, 2, 4], [5]])
+    kwargs = {"a_miss": [2.0, 2.0], "a_cached": [1.0, 1.0], "output_time": [1.0, 1.0, 1.0, 1.0]}
+    cheap = makespan_lower_bounds(workload, [4, 4], **kwargs)
+    # best-case costs: 3*2+1 = 7, 3*1+1 = 4, 2*1+2+1 = 5, 2+1 = 3
+    assert cheap == {"work_over_m": pytest.approx(19 / 2), "largest_query": pytest.approx(7.0)}
+    with_lp = makespan_lower_bounds(workload, [4, 4], lp=True, **kwargs)
+    assert with_lp["lp_relaxation"] <= solve_joint_mip(workload, [4, 4], **kwargs).makespan + 1e-6
+
+
+def test_joint_bad_inputs_raise_input_error():
+    workload = Workload.from_token_lists([[1, 2, 3], [4]])
+    ok = {"a_miss": [2.0, 2.0], "a_cached": [1.0, 1.0]}
+    with pytest.raises(InputError, match="a_cached"):
+        solve_joint_mip(workload, [3, 3], a_miss=[1.0, 1.0], a_cached=[2.0, 1.0])
+    with pytest.raises(InputError, match="a_miss"):
+        solve_joint_mip(workload, [3, 3], a_miss=[1.0], a_cached=[1.0, 1.0])
+    with pytest.raises(InputError, match="every worker"):
+        solve_joint_mip(workload, [2, 2], **ok)
+    with pytest.raises(InputError, match="output_time"):
+        solve_joint_mip(workload, [3, 3], output_time=[1.0], **ok)
+    with pytest.raises(InputError, match="budget"):
+        solve_joint_mip(workload, [3, 0], **ok)
