@@ -226,3 +226,17 @@ def test_joint_bad_inputs_raise_input_error():
         solve_joint_mip(workload, [3, 3], output_time=[1.0], **ok)
     with pytest.raises(InputError, match="budget"):
         solve_joint_mip(workload, [3, 0], **ok)
+
+
+def test_time_limit_covers_building_the_model():
+    """A model too large to build within the limit comes back soon, with no incumbent called optimal."""
+    import time
+
+    from kvtheory.workloads import generate
+
+    workload = generate("gsp", {"groups": 8, "prompts": 16, "lengths": [64, 128]}, seed=0)
+    started = time.perf_counter()
+    result = solve_mip(workload, 600, formulation="token", time_limit=1.0)
+    assert time.perf_counter() - started < 20
+    assert result.status in ("no_solution", "time_limit")
+    assert result.bound is not None and result.bound <= run_fif(workload, 600).misses
