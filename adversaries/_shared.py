@@ -14,33 +14,17 @@ family is randomized (``yao``, ``batch``).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from kvtheory.errors import InputError
+from kvtheory.errors import require
 from kvtheory.model.query import Query
 from kvtheory.model.workload import Workload
 
 #: Token ids of the synthetic instances are drawn from [0, VOCAB) (the Llama-3 vocabulary size).
 VOCAB = 128256
-
-
-def require(condition: bool, message: str) -> None:
-    """Raise :class:`InputError` with ``message`` unless ``condition`` holds."""
-    if not condition:
-        raise InputError(message)
-
-
-def harmonic(k: int) -> float:
-    """H_k = 1 + 1/2 + ... + 1/k (H_0 = 0).
-
-    >>> round(harmonic(4), 4)
-    2.0833
-    """
-    return math.fsum(1.0 / i for i in range(1, k + 1))
 
 
 def slack_from(k: int, L: int, B: int) -> int:
@@ -95,16 +79,3 @@ def sequence_workload(queries: Sequence[np.ndarray], order: Sequence[int]) -> Wo
     require(len(order) > 0, "the parameters give an empty workload (n must be >= 1)")
     made = [Query(q) for q in queries]
     return Workload(tuple(made[int(i)] for i in order))
-
-
-def steady_ratio(misses: int, opt_misses: int, compulsory: int) -> float:
-    """(ALG - D) / (OPT - D) with D the compulsory misses (distinct token nodes requested).
-
-    Every algorithm, the optimum included, misses each distinct token node the first time it is
-    requested, so D is an additive constant of both costs; the asymptotic competitive ratio c of
-    ALG <= c * OPT + b is the limit of this quantity, and it converges much faster than ALG / OPT
-    when D is large compared with OPT's other misses (``yao`` at large k).
-    """
-    if opt_misses - compulsory <= 0:
-        return 1.0 if misses - compulsory <= 0 else float("inf")
-    return (misses - compulsory) / (opt_misses - compulsory)

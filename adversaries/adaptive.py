@@ -5,7 +5,8 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
-from adversaries._shared import Star, require, slack_from
+from adversaries._shared import Star, slack_from
+from kvtheory.errors import require
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.model.workload import Workload
 from kvtheory.policies import EvictionPolicy, policy_class

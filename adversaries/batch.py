@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from adversaries._shared import Star, require
+from adversaries._shared import Star
+from kvtheory.errors import require
 from kvtheory.model.workload import Workload
 from kvtheory.workloads.registry import register
 

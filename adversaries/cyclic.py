@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from adversaries._shared import Star, require, slack_from
+from adversaries._shared import Star, slack_from
+from kvtheory.errors import require
 from kvtheory.model.workload import Workload
 from kvtheory.workloads.registry import register
 

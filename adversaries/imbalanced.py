@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from adversaries._shared import distinct_tokens, require, sequence_workload
+from adversaries._shared import distinct_tokens, sequence_workload
+from kvtheory.errors import require
 from kvtheory.model.workload import Workload
 from kvtheory.workloads.registry import register
 

@@ -6,3 +6,9 @@ class InputError(ValueError):
 
     The message is one line that says what is wrong and where (file and line when there is one).
     """
+
+
+def require(condition: bool, message: str) -> None:
+    """Raise :class:`InputError` with ``message`` unless ``condition`` holds."""
+    if not condition:
+        raise InputError(message)

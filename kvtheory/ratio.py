@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -9,6 +10,28 @@ from kvtheory.model.workload import Workload
 from kvtheory.policies import policy_class
 from kvtheory.simulate import RunResult, run_fif, run_policy
 from kvtheory.stats import summarize
+
+
+def harmonic(k: int) -> float:
+    """H_k = 1 + 1/2 + ... + 1/k (H_0 = 0).
+
+    >>> round(harmonic(4), 4)
+    2.0833
+    """
+    return math.fsum(1.0 / i for i in range(1, k + 1))
+
+
+def steady_ratio(misses: int, opt_misses: int, compulsory: int) -> float:
+    """(ALG - D) / (OPT - D) with D the compulsory misses (distinct token nodes requested).
+
+    Every algorithm, the optimum included, misses each distinct token node the first time it is
+    requested, so D is an additive constant of both costs; the asymptotic competitive ratio c of
+    ALG <= c * OPT + b is the limit of this quantity, and it converges much faster than ALG / OPT
+    when D is large compared with OPT's other misses (``yao`` at large k).
+    """
+    if opt_misses - compulsory <= 0:
+        return 1.0 if misses - compulsory <= 0 else float("inf")
+    return (misses - compulsory) / (opt_misses - compulsory)
 
 
 def ratio_of(misses: int, opt_misses: int) -> float:

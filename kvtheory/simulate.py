@@ -54,9 +54,7 @@ def validate(workload: Workload, budget: int, batch: int = 1) -> None:
         raise InputError(f"batch size must be a positive integer, got {batch}")
     for j, query in enumerate(workload):
         if query.length > budget:
-            raise InputError(
-                f"{workload.where(j)}: query has {query.length} tokens, more than the budget B = {budget}"
-            )
+            raise InputError(f"{workload.where(j)}: query has {query.length} tokens, more than the budget B = {budget}")
     if batch > 1:
         trie = workload.trie
         for number, group in enumerate(batches(len(workload), batch)):
@@ -116,8 +114,6 @@ def run_fif(workload: Workload, budget: int, *, batch: int = 1) -> RunResult:
     return _drive(workload, budget, fif, "fif", batch, None)
 
 
-def run_seeds(
-    workload: Workload, budget: int, policy: str, seeds: Sequence[int], *, batch: int = 1
-) -> list[RunResult]:
+def run_seeds(workload: Workload, budget: int, policy: str, seeds: Sequence[int], *, batch: int = 1) -> list[RunResult]:
     """One run per seed (for randomized policies)."""
     return [run_policy(workload, budget, policy, batch=batch, seed=s) for s in seeds]

@@ -19,7 +19,7 @@ def _nodes(query) -> list[tuple]:
 def exhaustive_misses(queries: list[list[int]], budget: int, batch: int = 1) -> int:
     steps = [queries[i : i + batch] for i in range(0, len(queries), batch)]
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def best(t: int, cache: frozenset) -> int:
         if t == len(steps):
             return 0

@@ -13,14 +13,13 @@ import numpy as np
 import orjson
 import pytest
 
-from adversaries._shared import harmonic, steady_ratio
 from adversaries.adaptive import adaptive_sequence
 from kvtheory.cli import main
 from kvtheory.errors import InputError
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.model.workload import read_workload
 from kvtheory.policies import ONLINE_POLICIES, EvictionPolicy, LeafLRU
-from kvtheory.ratio import competitive_ratio
+from kvtheory.ratio import competitive_ratio, harmonic, steady_ratio
 from kvtheory.simulate import run_fif, run_policy, slack, validate
 from kvtheory.workloads.registry import GENERATORS, generate
 

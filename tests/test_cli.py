@@ -69,10 +69,16 @@ def _bad(tmp_path, text):
 @pytest.mark.parametrize(
     "make_argv, needle",
     [
-        (lambda t, w: ["evict", "--workload", _bad(t, '{"tokens": [1,'), "--budget", 4, "--policy", "lru"], "bad.jsonl:1"),
+        (
+            lambda t, w: ["evict", "--workload", _bad(t, '{"tokens": [1,'), "--budget", 4, "--policy", "lru"],
+            "bad.jsonl:1",
+        ),
         (lambda t, w: ["evict", "--workload", _bad(t, ""), "--budget", 4, "--policy", "lru"], "empty workload"),
         (lambda t, w: ["evict", "--workload", _bad(t, '{"tokens": []}'), "--budget", 4, "--policy", "lru"], "empty"),
-        (lambda t, w: ["evict", "--workload", _bad(t, '{"tokens": [1, "x"]}'), "--budget", 4, "--policy", "lru"], "not an integer"),
+        (
+            lambda t, w: ["evict", "--workload", _bad(t, '{"tokens": [1, "x"]}'), "--budget", 4, "--policy", "lru"],
+            "not an integer",
+        ),
         (lambda t, w: ["evict", "--workload", w, "--budget", 2, "--policy", "lru"], "more than the budget"),
         (lambda t, w: ["evict", "--workload", w, "--budget", 5, "--batch", 3, "--policy", "lru"], "resident at once"),
         (lambda t, w: ["evict", "--workload", w, "--budget", 4, "--policy", "belady"], "unknown policy"),
@@ -98,7 +104,18 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, workload_file, make_
 
 def test_the_installed_script_exits_2_without_traceback(workload_file):
     result = subprocess.run(
-        [sys.executable, "-m", "kvtheory", "evict", "--workload", str(workload_file), "--budget", "2", "--policy", "lru"],
+        [
+            sys.executable,
+            "-m",
+            "kvtheory",
+            "evict",
+            "--workload",
+            str(workload_file),
+            "--budget",
+            "2",
+            "--policy",
+            "lru",
+        ],
         capture_output=True,
         text=True,
     )

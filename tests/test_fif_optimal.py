@@ -1,14 +1,14 @@
 """FIF is the exact optimum: against an exhaustive search, and on the batch instance where MODEL.md's
 depth-first tie rule is not optimal."""
 
+from exhaustive import exhaustive_misses
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import instances
 
-from exhaustive import exhaustive_misses
 from kvtheory import Workload, run_fif, run_policy
 from kvtheory.optimum.fif import FurthestInFuture
 from kvtheory.simulate import batches
-from strategies import instances
 
 COUNTEREXAMPLE = [[1, 2, 3, 4], [1, 2, 3, 5], [6, 7], [9], [10], [11], [1, 2, 3, 4], [1, 2, 3, 5], [6, 7]]
 

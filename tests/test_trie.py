@@ -1,9 +1,9 @@
 """The compressed prefix trie: token nodes, radix edges and paths are those of the plain token trie."""
 
 from hypothesis import given
+from strategies import token_lists
 
 from kvtheory import PrefixTrie
-from strategies import token_lists
 
 
 def _token_nodes(sequences):

@@ -294,7 +294,14 @@ def test_random_tree_is_small_and_shares_prefixes():
 def test_generate_parses_string_parameters():
     workload = generate(
         "gsp",
-        {"groups": "2", "prompts": "3", "lengths": "8,16", "prefix_ratio": "0.25", "rate": "inf", "order": "round_robin"},
+        {
+            "groups": "2",
+            "prompts": "3",
+            "lengths": "8,16",
+            "prefix_ratio": "0.25",
+            "rate": "inf",
+            "order": "round_robin",
+        },
         seed=1,
     )
     assert [q.length for q in workload] == [8, 16] * 3

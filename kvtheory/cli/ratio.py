@@ -1,4 +1,4 @@
-"""``kvtheory ratio (--workload FILE | --adversary NAME [--param k=v ...]) --budget B --policy NAME [--seeds N] --json``."""
+"""``kvtheory ratio (--workload FILE | --adversary NAME [--param k=v]) --budget B --policy NAME [--seeds N]``."""
 
 from __future__ import annotations
 

@@ -67,7 +67,10 @@ def demo_plot(result: DemoResult, path: str) -> None:
     names = [r.policy for r in result.reports]
     dicts = [r.to_dict() for r in result.reports]
     means = [d["ratio_mean"] for d in dicts]
-    errors = [[m - d["ratio_ci95"][0] for m, d in zip(means, dicts)], [d["ratio_ci95"][1] - m for m, d in zip(means, dicts)]]
+    errors = [
+        [m - d["ratio_ci95"][0] for m, d in zip(means, dicts)],
+        [d["ratio_ci95"][1] - m for m, d in zip(means, dicts)],
+    ]
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.bar(names, means, yerr=errors, capsize=4, color="#4C72B0")
     ax.axhline(1.0, color="black", linewidth=1, linestyle="--", label="OPT (FIF)")

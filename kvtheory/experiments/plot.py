@@ -18,15 +18,12 @@ from pathlib import Path
 import numpy as np
 
 from kvtheory.errors import InputError
+from kvtheory.ratio import harmonic
 
 METRICS = {"ratio": "ratios", "steady": "steady_ratios"}
 _ALIASES = {"B": "budget", "beta": "batch"}
 _MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*")
 _STYLES = ("-", "--", "-.", ":")
-
-
-def _harmonic(k: int) -> float:
-    return math.fsum(1.0 / i for i in range(1, k + 1))
 
 
 def field(record: Mapping, name: str):
@@ -188,7 +185,7 @@ def _theory(ax, group: Sequence[Mapping], x: str, xs: Sequence[float]) -> float:
 
     Returns the height the y axis should at least show: 2 H_k at the largest k (0 without curves).
     """
-    curves = (("k", lambda k: k, "--"), ("2 H_k", lambda k: 2 * _harmonic(k), ":"), ("H_k", _harmonic, "-."))
+    curves = (("k", lambda k: k, "--"), ("2 H_k", lambda k: 2 * harmonic(k), ":"), ("H_k", harmonic, "-."))
     if _ALIASES.get(x, x) == "k":
         ks = [int(v) for v in xs if v >= 1]
         if not ks:
@@ -198,14 +195,14 @@ def _theory(ax, group: Sequence[Mapping], x: str, xs: Sequence[float]) -> float:
         )
         for label, f, style in curves:
             ax.plot(grid, [f(int(k)) for k in grid], style, color="black", linewidth=1, alpha=0.7, label=label)
-        return 2 * _harmonic(max(ks))
+        return 2 * harmonic(max(ks))
     ks = {r.get("k") for r in group}
     if len(ks) == 1:
         (k,) = ks
         if k is not None and k >= 1:
             for label, f, style in curves:
                 ax.axhline(f(k), linestyle=style, color="black", linewidth=1, alpha=0.7, label=f"{label} (k={k})")
-            return float(max(k, 2 * _harmonic(k)))
+            return float(max(k, 2 * harmonic(k)))
     return 0.0
 
 

@@ -333,8 +333,7 @@ def run_cell(cell: Cell) -> dict:
     An input error of the cell (an impossible budget, a bad parameter) becomes a record with an
     ``error`` message instead of stopping the sweep: the cell is done, and will fail the same way again.
     """
-    from adversaries._shared import harmonic, steady_ratio
-    from kvtheory.ratio import competitive_ratio
+    from kvtheory.ratio import competitive_ratio, harmonic, steady_ratio
     from kvtheory.simulate import validate
 
     base = {key: cell[key] for key in ("family", "params", "seed", "policy")}

@@ -23,7 +23,7 @@ class Query:
     output_len: int | None = None
 
     @classmethod
-    def of(cls, tokens, arrival: float | None = None, output_len: int | None = None) -> "Query":
+    def of(cls, tokens, arrival: float | None = None, output_len: int | None = None) -> Query:
         """Build a query from any sequence of integer token ids."""
         array = np.asarray(tokens, dtype=np.int64)
         if array.ndim != 1 or array.size == 0:

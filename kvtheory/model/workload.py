@@ -50,7 +50,7 @@ class Workload(Sequence):
         return PrefixTrie([q.tokens for q in self.queries])
 
     @classmethod
-    def from_token_lists(cls, token_lists: Iterable[Sequence[int]]) -> "Workload":
+    def from_token_lists(cls, token_lists: Iterable[Sequence[int]]) -> Workload:
         return cls(tuple(Query.of(tokens) for tokens in token_lists))
 
     def __len__(self) -> int:

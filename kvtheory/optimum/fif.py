@@ -25,8 +25,6 @@ import heapq
 from collections import Counter
 from collections.abc import Sequence
 
-import numpy as np
-
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import EvictionPolicy
 

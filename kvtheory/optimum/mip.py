@@ -633,9 +633,7 @@ def _joint_model(workload: Workload, workers: _Workers, formulation: str, deadli
         )
         saving = workers.a_miss[i] - workers.a_cached[i]
         if saving > 0:
-            hits = _CACHE_MODELS[formulation](
-                prob, workload.trie, steps, workers.budgets[i], y[i], f"_{i}", deadline
-            )
+            hits = _CACHE_MODELS[formulation](prob, workload.trie, steps, workers.budgets[i], y[i], f"_{i}", deadline)
             for j in range(1, n):
                 if best[j]:
                     credit = _variable(prob, f"h{i}_{j}", 0)

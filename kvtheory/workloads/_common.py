@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kvtheory.errors import InputError
+from kvtheory.errors import require
 from kvtheory.model.query import Query
 from kvtheory.model.workload import Workload
 
@@ -16,12 +16,6 @@ from kvtheory.model.workload import Workload
 LLAMA3_VOCAB = 128256
 
 ORDERS = ("random", "grouped", "round-robin")
-
-
-def require(condition: bool, message: str) -> None:
-    """Raise :class:`InputError` with ``message`` unless ``condition`` holds."""
-    if not condition:
-        raise InputError(message)
 
 
 def normalize_order(order: str) -> str:

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from kvtheory.errors import require
 from kvtheory.model.workload import Workload
 from kvtheory.workloads._common import (
     LLAMA3_VOCAB,
@@ -15,7 +16,6 @@ from kvtheory.workloads._common import (
     distinct_ids,
     normalize_order,
     poisson_arrivals,
-    require,
     shared_prefix_family,
     streams,
 )

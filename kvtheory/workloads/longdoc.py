@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kvtheory.errors import require
 from kvtheory.model.workload import Workload
 from kvtheory.workloads._common import (
     LLAMA3_VOCAB,
@@ -11,7 +12,6 @@ from kvtheory.workloads._common import (
     distinct_ids,
     normalize_order,
     poisson_arrivals,
-    require,
     shared_prefix_family,
     streams,
 )

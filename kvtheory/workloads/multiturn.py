@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kvtheory.errors import require
 from kvtheory.model.workload import Workload
 from kvtheory.workloads._common import (
     LLAMA3_VOCAB,
@@ -13,7 +14,6 @@ from kvtheory.workloads._common import (
     distinct_ids,
     normalize_order,
     poisson_arrivals,
-    require,
     streams,
 )
 from kvtheory.workloads.registry import register

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kvtheory.errors import require
 from kvtheory.model.query import Query
 from kvtheory.model.workload import Workload
-from kvtheory.workloads._common import require
 from kvtheory.workloads.registry import register
 
 

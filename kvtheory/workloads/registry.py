@@ -57,7 +57,9 @@ def _convert(name: str, text: str, annotation) -> object:
             return text.lower() in ("true", "1", "yes")
         return annotation(text)
     except (TypeError, ValueError):
-        raise InputError(f"parameter {name}={text!r} is not a valid {getattr(annotation, '__name__', annotation)}") from None
+        raise InputError(
+            f"parameter {name}={text!r} is not a valid {getattr(annotation, '__name__', annotation)}"
+        ) from None
 
 
 def generate(name: str, params: Mapping[str, object] | None = None, *, seed: int = 0) -> Workload:
