@@ -24,7 +24,9 @@ from pathlib import Path
 import orjson
 
 from kvtheory.experiments import sweep
-from kvtheory.experiments.sweep import LocalExecutor, expand, load_spec, run_cell, run_cells
+from kvtheory.experiments.executors import LocalExecutor
+from kvtheory.experiments.grid import expand, load_spec
+from kvtheory.experiments.sweep import run_cell, run_cells
 
 ROOT = Path(__file__).resolve().parent.parent
 

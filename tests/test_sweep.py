@@ -14,11 +14,9 @@ import pytest
 
 from kvtheory.cli import main
 from kvtheory.errors import InputError
+from kvtheory.experiments.grid import cell_id, evaluate, expand
 from kvtheory.experiments.sweep import (
-    cell_id,
     completed_ids,
-    evaluate,
-    expand,
     read_results,
     run_cell,
     run_sweep,
@@ -174,7 +172,7 @@ def test_rerun_skips_everything_and_a_sequential_loop_agrees(spec_200, clean_run
     summary = run_sweep(spec_200, copy, workers=2, progress=False)
     assert (summary.skipped, summary.ran) == (200, 0)
     assert copy.read_bytes() == clean_run.read_bytes()
-    from kvtheory.experiments.sweep import load_spec
+    from kvtheory.experiments.grid import load_spec
 
     by_id = {orjson.loads(line)["cell"]: line for line in sorted_lines(clean_run)}
     for cell in expand(load_spec(spec_200))[::10]:  # a plain loop in this process gives the same lines
@@ -277,7 +275,7 @@ def test_sweep_and_plot_cli(tmp_path, capsys):
 
 def test_example_specs_expand():
     root = Path(__file__).resolve().parent.parent / "examples" / "sweeps"
-    from kvtheory.experiments.sweep import load_spec
+    from kvtheory.experiments.grid import load_spec
 
     counts = {path.name: len(expand(load_spec(path), where=str(path))) for path in root.glob("*.toml")}
     assert counts["small.toml"] < 50 and counts["ratios.toml"] >= 200

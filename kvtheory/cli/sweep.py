@@ -26,10 +26,9 @@ def register(commands) -> None:
 
 
 def run(args) -> int:
+    from kvtheory.experiments.grid import expand, load_spec
     from kvtheory.experiments.sweep import (
         completed_ids,
-        expand,
-        load_spec,
         read_results,
         run_sweep,
         stability_rows,

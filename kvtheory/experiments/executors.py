@@ -1,0 +1,98 @@
+"""Where sweep cells run: a local process pool or a Dask cluster, behind the same submit/as_completed calls."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+
+from kvtheory.errors import InputError
+
+
+# -- executors ----------------------------------------------------------------------------------------
+class LocalExecutor:
+    """A process pool (``concurrent.futures.ProcessPoolExecutor``) of ``workers`` processes."""
+
+    name = "local"
+
+    def __init__(self, workers: int | None = None) -> None:
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.workers = workers or default_workers()
+        self._pool = ProcessPoolExecutor(max_workers=self.workers)
+
+    def submit(self, function: Callable, argument, key: str):
+        return self._pool.submit(function, argument)
+
+    def as_completed(self, futures: Iterable) -> Iterator:
+        from concurrent.futures import as_completed
+
+        return as_completed(futures)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+class DaskExecutor:
+    """A ``distributed.Client``: on the scheduler at ``scheduler``, on a given ``client``, or on a fresh
+    ``LocalCluster`` of ``workers`` single-threaded worker processes."""
+
+    name = "dask"
+
+    def __init__(self, scheduler: str | None = None, workers: int | None = None, client=None) -> None:
+        from distributed import Client, LocalCluster
+
+        self._own_cluster = None
+        self._own_client = client is None
+        if client is not None:
+            self.client = client
+        elif scheduler:
+            try:
+                self.client = Client(scheduler, timeout="30s")
+            except OSError as exc:
+                raise InputError(f"cannot reach the Dask scheduler at {scheduler} ({exc})") from None
+        else:
+            self._own_cluster = LocalCluster(
+                n_workers=workers or default_workers(), threads_per_worker=1, processes=True, dashboard_address=None
+            )
+            self.client = Client(self._own_cluster)
+
+    def submit(self, function: Callable, argument, key: str):
+        return self.client.submit(function, argument, key=f"kvtheory-cell-{key}", pure=False)
+
+    def as_completed(self, futures: Iterable) -> Iterator:
+        from distributed import as_completed
+
+        return as_completed(list(futures))
+
+    def close(self) -> None:
+        if self._own_client:
+            self.client.close()
+        if self._own_cluster is not None:
+            self._own_cluster.close()
+
+
+def default_workers() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def make_executor(kind: str = "local", *, workers: int | None = None, scheduler: str | None = None):
+    """``local`` (process pool) or ``dask`` (a scheduler address, or a LocalCluster of ``workers``)."""
+    if workers is not None and workers < 1:
+        raise InputError(f"--workers must be at least 1, got {workers}")
+    if kind == "local":
+        if scheduler:
+            raise InputError("--scheduler goes with --executor dask")
+        return LocalExecutor(workers)
+    if kind == "dask":
+        try:
+            import distributed  # noqa: F401
+        except ImportError:  # pragma: no cover - a declared dependency
+            raise InputError(
+                "--executor dask needs the 'distributed' package (pip install 'dask[distributed]')"
+            ) from None
+        return DaskExecutor(scheduler, workers)
+    raise InputError(f"unknown executor {kind!r}; known: local, dask")

@@ -1,0 +1,259 @@
+"""Sweep specs (TOML) expanded into cells, and the arithmetic expressions cells may use for B and beta.
+
+See :mod:`kvtheory.experiments.sweep` for the spec format.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import itertools
+import math
+import tomllib
+import typing
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import orjson
+
+from kvtheory.errors import InputError
+
+POLICY_PLACEHOLDER = "$policy"
+_TOP_KEYS = {"policies", "seeds", "policy_seeds", "budget", "batch", "grid", "name", "description"}
+_GRID_KEYS = {"family", "params", "policies", "seeds", "policy_seeds", "budget", "batch", "name"}
+
+Cell = dict  # {"family", "params", "seed", "budget", "batch", "policy", "policy_seeds"}
+
+
+# -- the spec -> cells ------------------------------------------------------------------------------
+def cell_id(cell: Mapping) -> str:
+    """Stable id of a cell: the first 16 hex digits of SHA-256 over its canonical (sorted-key) JSON.
+
+    >>> cell_id({"family": "cyclic", "params": {"k": 2}, "seed": 0})
+    '863b634e1adee5be'
+    """
+    canonical = {key: value for key, value in cell.items() if key != "id"}
+    return hashlib.sha256(orjson.dumps(canonical, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+def load_spec(path: str | Path) -> dict:
+    """Read a TOML sweep spec; an unreadable or malformed file is an InputError naming it."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read sweep spec ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: not valid TOML ({exc})") from None
+
+
+def _seed_list(value, what: str) -> list[int]:
+    if isinstance(value, bool):
+        raise InputError(f"{what} must be an integer N (0..N-1) or a list of integers, got {value!r}")
+    if isinstance(value, int):
+        if value < 1:
+            raise InputError(f"{what} = {value}: give at least one seed")
+        return list(range(value))
+    if isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return list(value)
+    raise InputError(f"{what} must be an integer N (0..N-1) or a non-empty list of integers, got {value!r}")
+
+
+def _axis(value) -> list:
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _is_list_type(annotation) -> bool:
+    return typing.get_origin(annotation) in (list, tuple)
+
+
+def _param_axes(family: str, params: Mapping, where: str) -> list[tuple[str, list]]:
+    """(name, values) per parameter: a list is an axis, except a flat list given to a list-typed one."""
+    from kvtheory.workloads.registry import GENERATORS
+
+    generator = GENERATORS[family]
+    accepted = generator.parameters()
+    hints = typing.get_type_hints(generator.function)
+    axes = []
+    for name, value in params.items():
+        if name not in accepted:
+            raise InputError(f"{where}: {family} takes no parameter {name!r}; it takes: {', '.join(accepted)}")
+        if _is_list_type(hints.get(name)):
+            values = value if isinstance(value, list) and value and all(isinstance(v, list) for v in value) else [value]
+        else:
+            values = _axis(value)
+        if not values:
+            raise InputError(f"{where}: parameter {name!r} has an empty list of values")
+        axes.append((name, values))
+    return axes
+
+
+def _check_expression_or_int(value, what: str, where: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise InputError(f"{where}: {what} must be an integer or an expression string, got {value!r}")
+    if isinstance(value, str):
+        _parse_expression(value, what)
+
+
+def expand(spec: Mapping, *, where: str = "spec") -> list[Cell]:
+    """All cells of a spec, in a fixed order (grids, parameters, seeds, budget, batch, policy).
+
+    Each cell carries its ``id``; a cell repeated in the spec appears once.
+    """
+    import adversaries  # noqa: F401  (registers the adversary families)
+    import kvtheory.workloads  # noqa: F401  (registers the workload generators)
+    from kvtheory.policies import policy_class
+    from kvtheory.workloads.registry import GENERATORS
+
+    unknown = set(spec) - _TOP_KEYS
+    if unknown:
+        raise InputError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {', '.join(sorted(_TOP_KEYS))}")
+    grids = spec.get("grid")
+    if not isinstance(grids, list) or not grids:
+        raise InputError(f"{where}: no [[grid]] table: a spec needs at least one grid")
+    cells: list[Cell] = []
+    seen: set[str] = set()
+    for number, grid in enumerate(grids):
+        here = f"{where}: grid {number}"
+        if not isinstance(grid, dict):
+            raise InputError(f"{here}: must be a table")
+        unknown = set(grid) - _GRID_KEYS
+        if unknown:
+            raise InputError(f"{here}: unknown key(s) {sorted(unknown)}; allowed: {', '.join(sorted(_GRID_KEYS))}")
+        family = grid.get("family")
+        if family not in GENERATORS:
+            raise InputError(f"{here}: unknown family {family!r}; known: {', '.join(sorted(GENERATORS))}")
+        setting = {
+            key: grid.get(key, spec.get(key)) for key in ("policies", "seeds", "policy_seeds", "budget", "batch")
+        }
+        if setting["budget"] is None:
+            raise InputError(f'{here}: no budget (give budget = B or an expression such as "k + L - 1")')
+        policies = _axis(setting["policies"] if setting["policies"] is not None else [])
+        if not policies:
+            raise InputError(f"{here}: no policies")
+        classes = {name: policy_class(name) for name in policies}
+        seeds = _seed_list(setting["seeds"] if setting["seeds"] is not None else [0], f"{here}: seeds")
+        policy_seeds = _seed_list(
+            setting["policy_seeds"] if setting["policy_seeds"] is not None else 1, f"{here}: policy_seeds"
+        )
+        budgets = _axis(setting["budget"])
+        batches = _axis(setting["batch"] if setting["batch"] is not None else 1)
+        for value in budgets:
+            _check_expression_or_int(value, "budget", here)
+        for value in batches:
+            _check_expression_or_int(value, "batch", here)
+        params = grid.get("params", {})
+        if not isinstance(params, dict):
+            raise InputError(f"{here}: params must be a table")
+        axes = _param_axes(family, params, here)
+        names = [name for name, _ in axes]
+        for combo in itertools.product(*(values for _, values in axes)):
+            for seed, budget, batch, policy in itertools.product(seeds, budgets, batches, policies):
+                resolved = {
+                    name: (policy if value == POLICY_PLACEHOLDER else value) for name, value in zip(names, combo)
+                }
+                cell = {
+                    "family": family,
+                    "params": resolved,
+                    "seed": seed,
+                    "budget": budget,
+                    "batch": batch,
+                    "policy": classes[policy].name,
+                    "policy_seeds": policy_seeds if classes[policy].randomized else policy_seeds[:1],
+                }
+                cell["id"] = cell_id(cell)
+                if cell["id"] not in seen:
+                    seen.add(cell["id"])
+                    cells.append(cell)
+    return cells
+
+
+# -- arithmetic expressions for budget and batch ----------------------------------------------------
+_FUNCTIONS: dict[str, Callable] = {"min": min, "max": max, "ceil": math.ceil, "floor": math.floor, "round": round}
+_OPERATORS = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+    ast.Pow: lambda a, b: a**b,
+}
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_expression(text: str, what: str) -> ast.Expression:
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        raise InputError(f"{what} expression {text!r} is not valid arithmetic") from None
+    for node in ast.walk(tree):
+        allowed = isinstance(
+            node,
+            (
+                ast.Expression,
+                ast.BinOp,
+                ast.UnaryOp,
+                ast.Constant,
+                ast.Name,
+                ast.Call,
+                ast.Load,
+                ast.operator,
+                ast.UAdd,
+                ast.USub,
+            ),
+        )
+        if isinstance(node, ast.BinOp) and type(node.op) not in _OPERATORS:
+            allowed = False
+        if isinstance(node, ast.Constant) and (
+            isinstance(node.value, bool) or not isinstance(node.value, (int, float))
+        ):
+            allowed = False
+        if isinstance(node, ast.Call) and (
+            not isinstance(node.func, ast.Name) or node.func.id not in _FUNCTIONS or node.keywords
+        ):
+            allowed = False
+        if not allowed:
+            raise InputError(
+                f"{what} expression {text!r}: only numbers, names, + - * / // % ** and "
+                f"{', '.join(_FUNCTIONS)} are allowed"
+            )
+    return tree
+
+
+def evaluate(text: str, names: Mapping[str, float], what: str = "budget") -> int:
+    """Evaluate an arithmetic expression over ``names``; a non-integer result is rounded down.
+
+    >>> evaluate("k + L - 1", {"k": 4, "L": 8})
+    11
+    >>> evaluate("max(L_max, distinct // 4)", {"L_max": 9, "distinct": 100})
+    25
+    """
+    tree = _parse_expression(text, what)
+
+    def walk(node):
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id not in names:
+                known = ", ".join(sorted(names))
+                raise InputError(f"{what} expression {text!r}: unknown name {node.id!r} (known: {known})")
+            return names[node.id]
+        if isinstance(node, ast.UnaryOp):
+            value = walk(node.operand)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.BinOp):
+            return _OPERATORS[type(node.op)](walk(node.left), walk(node.right))
+        return _FUNCTIONS[node.func.id](*(walk(arg) for arg in node.args))
+
+    try:
+        value = walk(tree)
+    except (ZeroDivisionError, OverflowError, TypeError, ValueError) as exc:
+        raise InputError(f"{what} expression {text!r}: {exc}") from None
+    if not math.isfinite(value):
+        raise InputError(f"{what} expression {text!r} is not finite")
+    return int(math.floor(value))
