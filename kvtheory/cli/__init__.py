@@ -6,12 +6,13 @@ Bad input exits with status 2 and one line on stderr; nothing prints a traceback
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
-from kvtheory.cli import demo, evict, generate, opt, ratio
+from kvtheory.cli import assumptions, check, costmodel, demo, evict, generate, opt, plot, ratio, route, sweep
 from kvtheory.errors import InputError
 
-SUBCOMMANDS = [generate, evict, opt, ratio, demo]
+SUBCOMMANDS = [generate, evict, opt, ratio, sweep, plot, costmodel, route, check, assumptions, demo]
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -40,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"kvtheory {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

@@ -1,0 +1,88 @@
+"""``kvtheory costmodel --gpu NAME --model NAME [--mem-fraction F] [--mfu X] [--tp N] --json``."""
+
+from __future__ import annotations
+
+from kvtheory.cli.common import add_json_option, emit
+from kvtheory.cluster.costmodel import (
+    DEFAULT_MBU,
+    DEFAULT_MEM_FRACTION,
+    DEFAULT_MFU,
+    cost_model,
+    gpu,
+    load_gpus,
+    load_models,
+    model,
+)
+
+
+def add_hardware_options(parser, *, gpu_help: str = "GPU name (see --list)") -> None:
+    """--gpu, --model, --mem-fraction, --mfu, --mbu, --tp, --gpus, --models (shared with ``route``)."""
+    parser.add_argument("--gpu", metavar="NAME", help=gpu_help)
+    parser.add_argument("--model", metavar="NAME", help="model name (see kvtheory costmodel --list)")
+    parser.add_argument(
+        "--mem-fraction",
+        type=float,
+        default=DEFAULT_MEM_FRACTION,
+        metavar="F",
+        help=f"fraction of GPU memory for weights + KV cache (default {DEFAULT_MEM_FRACTION})",
+    )
+    parser.add_argument(
+        "--mfu", type=float, default=DEFAULT_MFU, metavar="X", help=f"prefill MFU (default {DEFAULT_MFU})"
+    )
+    parser.add_argument(
+        "--mbu",
+        type=float,
+        default=DEFAULT_MBU,
+        metavar="X",
+        help=f"memory-bandwidth utilisation (default {DEFAULT_MBU})",
+    )
+    parser.add_argument("--tp", type=int, default=1, metavar="N", help="tensor-parallel GPUs per worker (default 1)")
+    parser.add_argument("--gpus", metavar="FILE", help="extra GPU CSV (same columns as kvtheory/data/gpus.csv)")
+    parser.add_argument("--models", metavar="FILE", help="extra model CSV (same columns as kvtheory/data/models.csv)")
+
+
+def register(commands) -> None:
+    parser = commands.add_parser(
+        "costmodel", help="a_miss, a_cached, decode time, KV bytes per token and the budget B of a GPU + model"
+    )
+    add_hardware_options(parser)
+    parser.add_argument(
+        "--context",
+        type=int,
+        default=0,
+        metavar="C",
+        help="mean attention context for prefill FLOPs and decode (default 0)",
+    )
+    parser.add_argument("--list", action="store_true", help="list the GPUs and models with their sources")
+    add_json_option(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from kvtheory.errors import InputError
+
+    if args.list:
+        gpus, models = load_gpus(args.gpus), load_models(args.models)
+        if args.json:
+            emit({"gpus": [vars(g) for g in gpus.values()], "models": [vars(m) for m in models.values()]}, True)
+            return 0
+        for g in gpus.values():
+            print(
+                f"{g.name:<12} {g.peak_bf16_flops / 1e12:8.2f} TFLOP/s bf16  {g.hbm_bytes / 1e9:6.1f} GB  "
+                f"{g.hbm_bandwidth / 1e9:7.0f} GB/s  {g.source}"
+            )
+        for m in models.values():
+            print(
+                f"{m.name:<14} {m.total_params / 1e9:6.2f}B total {m.active_params / 1e9:6.2f}B active  "
+                f"{m.layers} layers  {m.kv_heads} KV heads x {m.head_dim}  {m.dtype_bytes} B  {m.source}"
+            )
+        return 0
+    if not args.gpu or not args.model:
+        raise InputError("costmodel needs --gpu NAME and --model NAME (or --list)")
+    g, m = gpu(args.gpu, args.gpus), model(args.model, args.models)
+    cm = cost_model(g, m, mem_fraction=args.mem_fraction, mfu=args.mfu, mbu=args.mbu, tp=args.tp, context=args.context)
+    record = cm.to_dict()
+    record["gpu_source"] = g.source
+    record["model_source"] = m.source
+    emit(record, args.json)
+    return 0

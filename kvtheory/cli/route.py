@@ -1,0 +1,126 @@
+"""``kvtheory route --workload FILE --workers M --router NAME --eviction POLICY --gpu NAME --model NAME
+[--mem-fraction F] [--tp N] [--rate QPS] [--batch BETA] [--seed S] --json``: the time-based simulation."""
+
+from __future__ import annotations
+
+from kvtheory.cli.common import add_json_option, emit, parse_params
+from kvtheory.cli.costmodel import add_hardware_options
+from kvtheory.errors import InputError
+
+
+def register(commands) -> None:
+    parser = commands.add_parser("route", help="simulate M workers behind a router (latency, TTFT, throughput)")
+    parser.add_argument("--workload", required=True, metavar="FILE", help="JSON Lines workload file")
+    parser.add_argument("--workers", required=True, type=int, metavar="M", help="number of workers")
+    parser.add_argument(
+        "--router",
+        required=True,
+        help="round-robin, random, least-load, cache-aware, lbgr, lbgr-full, cache-aware-adaptive",
+    )
+    parser.add_argument("--router-opt", action="append", metavar="KEY=VALUE", help="router option (repeatable)")
+    parser.add_argument("--oracle", action="store_true", help="let the router see the workers' true caches and queues")
+    parser.add_argument(
+        "--eviction", required=True, metavar="POLICY", help="lru, token-lru, rlt, fifo, random-leaf, lfu"
+    )
+    add_cluster_options(parser)
+    parser.add_argument(
+        "--rate", type=float, metavar="QPS", help="Poisson arrivals at QPS (inf: all at 0); default: the file's"
+    )
+    parser.add_argument(
+        "--output-len", type=int, metavar="N", help="output tokens per query (default: the file's, else 0)"
+    )
+    parser.add_argument("--batch", type=int, default=1, metavar="BETA", help="batch size beta (default 1)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of routers, policies and --rate arrivals (default 0)")
+    add_json_option(parser)
+    parser.set_defaults(run=run)
+
+
+def add_cluster_options(parser, *, budget: bool = True) -> None:
+    """Options that define the workers: --gpu/--model/... (the cost model), or, without them, plain
+    coefficients --a-miss/--a-cached/--decode with --budget (for theory instances). ``budget=False``
+    when the parser already has a --budget option (it is then read the same way)."""
+    add_hardware_options(parser, gpu_help="GPU name, or a comma-separated list cycled over the workers")
+    if budget:
+        parser.add_argument("--budget", type=int, metavar="B", help="tokens per worker (overrides the cost model's B)")
+    parser.add_argument("--a-miss", type=float, metavar="S", help="without --gpu: seconds per missed token (default 1)")
+    parser.add_argument(
+        "--a-cached", type=float, metavar="S", help="without --gpu: seconds per cached token (default 0)"
+    )
+    parser.add_argument("--decode", type=float, metavar="S", help="without --gpu: seconds per output token (default 0)")
+
+
+def build_cluster(args, workers: int):
+    """The cluster of ``workers`` workers from the options of :func:`add_cluster_options`."""
+    from dataclasses import replace
+
+    from kvtheory.cluster.cluster import Cluster
+    from kvtheory.cluster.costmodel import cost_model, gpu, model
+
+    if isinstance(workers, bool) or workers is None or workers < 1:
+        raise InputError(f"--workers must be a positive integer, got {workers}")
+    plain = [name for name in ("a_miss", "a_cached", "decode") if getattr(args, name, None) is not None]
+    if not args.gpu and not args.model:
+        if args.budget is None:
+            raise InputError(
+                "give --gpu NAME and --model NAME (the cost model), or --budget B with --a-miss/--a-cached"
+            )
+        a_miss = 1.0 if args.a_miss is None else args.a_miss
+        a_cached = 0.0 if args.a_cached is None else args.a_cached
+        decode = 0.0 if args.decode is None else args.decode
+        if not (a_miss >= 0 and a_cached >= 0 and decode >= 0):
+            raise InputError("--a-miss, --a-cached and --decode must be non-negative")
+        return Cluster.uniform(workers, args.budget, a_miss=a_miss, a_cached=a_cached, decode_base=decode)
+    if not args.gpu or not args.model:
+        raise InputError("give both --gpu NAME and --model NAME (the cost model sets a_miss, a_cached and B)")
+    if plain:
+        raise InputError(f"--{plain[0].replace('_', '-')} goes without --gpu/--model (the cost model sets it)")
+    spec = model(args.model, args.models)
+    names = [name for name in args.gpu.split(",") if name.strip()]
+    models = [
+        cost_model(gpu(name, args.gpus), spec, mem_fraction=args.mem_fraction, mfu=args.mfu, mbu=args.mbu, tp=args.tp)
+        for name in names
+    ]
+    cluster = Cluster.from_cost_models(models, workers)
+    if args.budget is not None:
+        if args.budget < 1:
+            raise InputError(f"--budget must be a positive number of tokens, got {args.budget}")
+        cluster = Cluster(tuple(replace(w, budget=args.budget) for w in cluster.workers))
+    return cluster
+
+
+def run(args) -> int:
+    from kvtheory.cluster.simulation import simulate
+    from kvtheory.model.workload import read_workload
+
+    cluster = build_cluster(args, args.workers)
+    workload = read_workload(args.workload)
+    result = simulate(
+        workload,
+        cluster,
+        args.router,
+        args.eviction,
+        batch=args.batch,
+        seed=args.seed,
+        rate=args.rate,
+        output_len=args.output_len,
+        router_options=parse_params(args.router_opt),
+        oracle=args.oracle,
+    )
+    record = result.to_dict()
+    record["rate"] = args.rate
+    record["cluster"] = cluster.describe()
+    if args.json:
+        emit(record, True)
+        return 0
+    per_worker = record.pop("per_worker")
+    state = record.pop("router_state")
+    workers = record.pop("cluster")
+    emit(record, False)
+    print(f"router_state  {state}")
+    print("\nworker  label                     budget  queries  hit_rate    busy_s  utilization")
+    for row, w in zip(per_worker, workers):
+        print(
+            f"{row['worker']:>6}  {w['label']:<24} {w['budget']:>7} {row['queries']:>8}  {row['hit_rate']:8.4f}  "
+            f"{row['busy']:8.2f}  {row['utilization']:11.3f}"
+        )
+    return 0

@@ -1,0 +1,142 @@
+"""Random instances, written once and drawn two ways: by hypothesis (with shrinking) or by numpy.
+
+Each generator is a function ``gen(draw, **options) -> Instance`` that asks ``draw.int(lo, hi)`` for
+every choice, so :func:`strategy` turns it into a hypothesis strategy (hypothesis then shrinks a failing
+instance towards fewer, shorter queries and smaller numbers) and :func:`numpy_draws` runs it on a seeded
+generator when hypothesis is not installed. The shapes follow ``tests/strategies.py``: queries over a
+tiny alphabet so that they share prefixes, diverge and repeat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from kvtheory.model.query import Query
+from kvtheory.model.workload import Workload
+from kvtheory.policies.base import footprint
+from kvtheory.simulate import batches
+from proofs_check.instance import Instance
+
+
+class NumpyDraw:
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+
+    def int(self, lo: int, hi: int) -> int:
+        return int(self.rng.integers(lo, hi + 1))
+
+
+class HypothesisDraw:
+    def __init__(self, draw) -> None:
+        from hypothesis import strategies as st
+
+        self._draw, self._st = draw, st
+
+    def int(self, lo: int, hi: int) -> int:
+        return self._draw(self._st.integers(lo, hi))
+
+
+def _tokens(draw, n: int, max_length: int, alphabet: int) -> list[list[int]]:
+    return [[draw.int(0, alphabet - 1) for _ in range(draw.int(1, max_length))] for _ in range(n)]
+
+
+def _max_footprint(workload: Workload, batch: int) -> int:
+    trie = workload.trie
+    return max(footprint(trie, [trie.path(j) for j in g]) for g in batches(len(workload), batch))
+
+
+def tree_instance(
+    draw,
+    *,
+    max_queries=10,
+    max_length=5,
+    alphabet=3,
+    max_extra=6,
+    batch=(1, 1),
+    distinct=False,
+    over_budget=False,
+    repeats=False,
+    max_reps=1,
+) -> Instance:
+    """A single-worker instance: queries over a tiny alphabet, beta in ``batch``, B from the footprint up.
+
+    ``distinct``: no query repeats inside a batch (repeats are redrawn into fresh leaves).
+    ``repeats``: at least one batch repeats a query (beta >= 2).
+    ``over_budget``: beta*L_max > B although every batch fits (the queries of a batch share prefixes).
+    Without ``over_budget`` the budget is at least beta*L_max, so k = B - beta*L_max + 1 >= 1.
+    ``max_reps`` > 1: the drawn queries (a whole number of batches) are a block repeated up to that many
+    times, so that a per-block excess over the bound can outgrow the additive constant.
+    """
+    beta = draw.int(*batch)
+    n = draw.int(1, max_queries) if max_reps <= 1 else beta * draw.int(1, max(1, max_queries // beta))
+    tokens = _tokens(draw, n, max_length, alphabet)
+    if distinct or repeats:
+        fresh = alphabet
+        for start in range(0, n, beta):
+            seen = set()
+            for j in range(start, min(start + beta, n)):
+                if tuple(tokens[j]) in seen:
+                    tokens[j] = tokens[j] + [fresh]
+                    fresh += 1
+                seen.add(tuple(tokens[j]))
+    if repeats and beta >= 2 and n >= 2:
+        starts = [s for s in range(0, n, beta) if min(s + beta, n) - s >= 2]
+        start = starts[draw.int(0, len(starts) - 1)]
+        tokens[min(start + beta, n) - 1] = list(tokens[start])
+    if max_reps > 1:
+        tokens = tokens * draw.int(1, max_reps)
+    workload = Workload.from_token_lists(tokens)
+    need = _max_footprint(workload, beta)
+    low = need if over_budget else max(need, beta * workload.max_length)
+    budget = low + draw.int(0, max_extra)
+    if over_budget:
+        budget = min(budget, beta * workload.max_length - 1)
+    return Instance(workload, max(budget, need), beta, origin="hypothesis")
+
+
+def mixed_instance(draw, *, max_queries=12, max_long=6, max_reps=1) -> Instance:
+    """One long query first (L_max = B, so k = 1), then one-token queries over B + 1 pages: mixed lengths.
+
+    With ``max_reps`` > 1 the short queries are a block repeated up to that many times.
+    """
+    budget = draw.int(2, max_long)
+    long = [100 + i for i in range(budget)]
+    n = draw.int(1, max_queries)
+    shorts = [[draw.int(0, budget)] for _ in range(n)]
+    if max_reps > 1:
+        shorts = shorts * draw.int(1, max_reps)
+    return Instance(Workload.from_token_lists([long] + shorts), budget, origin="hypothesis")
+
+
+def routing_instance(
+    draw, *, max_queries=6, max_length=4, alphabet=2, workers=(2, 3), uniform=False, max_output=3, max_extra=3
+) -> Instance:
+    """M identical workers, small integer costs: a_cached = 1 and a_miss in 1..4 (equal when ``uniform``)."""
+    m = draw.int(*workers)
+    n = draw.int(1, max_queries)
+    tokens = _tokens(draw, n, max_length, alphabet)
+    outputs = [draw.int(0, max_output) for _ in range(n)]
+    queries = tuple(Query.of(t, output_len=o) for t, o in zip(tokens, outputs))
+    workload = Workload(queries)
+    a_miss = 1 if uniform else draw.int(1, 4)
+    budget = workload.max_length + draw.int(0, max_extra)
+    return Instance(workload, budget, workers=m, a_cached=1, a_miss=a_miss, a_out=1, origin="hypothesis")
+
+
+GENERATORS: dict[str, Callable] = {"tree": tree_instance, "mixed": mixed_instance, "routing": routing_instance}
+
+
+def strategy(gen: Callable, **options):
+    """The hypothesis strategy drawing ``gen(draw, **options)``."""
+    from hypothesis import strategies as st
+
+    return st.composite(lambda draw: gen(HypothesisDraw(draw), **options))()
+
+
+def numpy_draws(gen: Callable, count: int, seed: int, **options):
+    """``count`` instances of ``gen`` from ``numpy.random.default_rng(seed)`` (no hypothesis needed)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        yield gen(NumpyDraw(rng), **options)
