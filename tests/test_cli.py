@@ -121,3 +121,16 @@ def test_the_installed_script_exits_2_without_traceback(workload_file):
     )
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "more than the budget" in result.stderr
+
+
+def test_opt_and_ratio_with_several_workers(capsys, workload_file):
+    cluster = ["--workers", 2, "--budget", 4, "--a-miss", 1, "--a-cached", 0.25]
+    code, out, _ = _run(capsys, "opt", "--workload", workload_file, *cluster, "--json")
+    optimum = json.loads(out)
+    assert code == 0 and optimum["status"] == "optimal"
+    assert max(optimum["lower_bounds"]["work_over_m"], optimum["lower_bounds"]["largest_query"]) <= optimum["makespan"]
+    code, out, _ = _run(capsys, "ratio", "--workload", workload_file, *cluster, "--router", "least-load", "--json")
+    ratio = json.loads(out)
+    assert code == 0 and ratio["reference_kind"] == "optimum"
+    assert ratio["reference"] == pytest.approx(optimum["makespan"])
+    assert ratio["ratio"] == pytest.approx(ratio["makespan"] / ratio["reference"]) and ratio["ratio"] >= 1 - 1e-9

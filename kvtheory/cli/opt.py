@@ -1,8 +1,11 @@
-"""``kvtheory opt --workload FILE --budget B [--batch BETA] --solver fif|mip|highs [--time-limit S] --json``."""
+"""``kvtheory opt --workload FILE --budget B [--batch BETA] --solver fif|mip|highs [--time-limit S] --json``;
+with ``--workers M`` (and ``--gpu/--model``, or ``--budget`` with ``--a-miss/--a-cached``) the joint
+routing + eviction makespan optimum on small instances, and its lower bounds on any."""
 
 from __future__ import annotations
 
-from kvtheory.cli.common import add_json_option, add_workload_options, emit
+from kvtheory.cli.common import add_json_option, emit
+from kvtheory.cli.route import add_cluster_options, build_cluster
 from kvtheory.errors import InputError
 from kvtheory.model.workload import read_workload
 from kvtheory.simulate import run_fif
@@ -12,10 +15,15 @@ SOLVERS = ("fif", "mip", "highs")
 
 def register(commands) -> None:
     parser = commands.add_parser("opt", help="exact offline optimum (FIF, or a MIP through PuLP)")
-    add_workload_options(parser)
+    parser.add_argument("--workload", required=True, metavar="FILE", help="JSON Lines workload file")
+    parser.add_argument("--budget", type=int, metavar="B", help="cache budget B in tokens (per worker)")
+    parser.add_argument("--batch", type=int, default=1, metavar="BETA", help="batch size beta (default 1)")
     parser.add_argument("--solver", default="fif", help="fif (exact, O(T log T)), mip (CBC) or highs")
     parser.add_argument("--formulation", default="edge", choices=("edge", "token"), help="MIP formulation")
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS", help="MIP time limit")
+    parser.add_argument("--workers", type=int, metavar="M", help="several workers: the joint makespan optimum")
+    parser.add_argument("--output-len", type=int, metavar="N", help="with --workers: output tokens per query")
+    add_cluster_options(parser, budget=False)
     add_json_option(parser)
     parser.set_defaults(run=run)
 
@@ -25,6 +33,10 @@ def run(args) -> int:
         raise InputError(f"unknown solver {args.solver!r}; known solvers: {', '.join(SOLVERS)}")
     if args.time_limit is not None and args.time_limit <= 0:
         raise InputError(f"--time-limit must be positive, got {args.time_limit}")
+    if args.workers is not None:
+        return _several_workers(args)
+    if args.budget is None:
+        raise InputError("--budget is required (or --workers M with a cluster)")
     workload = read_workload(args.workload)
     if args.solver == "fif":
         result = run_fif(workload, args.budget, batch=args.batch)
@@ -33,15 +45,35 @@ def run(args) -> int:
     else:
         from kvtheory.optimum.mip import solve_mip
 
-        solver = "cbc" if args.solver == "mip" else "highs"
         result = solve_mip(
             workload,
             args.budget,
             batch=args.batch,
-            solver=solver,
+            solver="cbc" if args.solver == "mip" else "highs",
             time_limit=args.time_limit,
             formulation=args.formulation,
         )
         record = result.to_dict()
+    emit(record, args.json)
+    return 0
+
+
+def _several_workers(args) -> int:
+    from kvtheory.cluster.optimum import optimum_or_bounds
+
+    if args.solver == "fif":
+        args.solver = "mip"  # the joint optimum is a MIP; FIF stays the per-worker eviction inside it
+    if args.batch != 1:
+        raise InputError("the joint makespan model serves one query at a time (--batch 1)")
+    cluster = build_cluster(args, args.workers)
+    workload = read_workload(args.workload)
+    record = optimum_or_bounds(
+        workload,
+        cluster,
+        output_len=args.output_len,
+        solver="cbc" if args.solver == "mip" else "highs",
+        time_limit=args.time_limit,
+        formulation=args.formulation,
+    )
     emit(record, args.json)
     return 0

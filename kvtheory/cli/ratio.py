@@ -1,8 +1,11 @@
-"""``kvtheory ratio (--workload FILE | --adversary NAME [--param k=v]) --budget B --policy NAME [--seeds N]``."""
+"""``kvtheory ratio (--workload FILE | --adversary NAME [--param k=v]) --budget B --policy NAME [--seeds N]``;
+with ``--workers M --router NAME [--eviction POLICY]``: a router's makespan over the joint optimum or,
+for instances too large to solve, over its best lower bound."""
 
 from __future__ import annotations
 
 from kvtheory.cli.common import add_json_option, emit, parse_params
+from kvtheory.cli.route import add_cluster_options, build_cluster
 from kvtheory.errors import InputError
 from kvtheory.model.workload import read_workload
 from kvtheory.ratio import competitive_ratio
@@ -15,11 +18,18 @@ def register(commands) -> None:
     source.add_argument("--workload", metavar="FILE", help="JSON Lines workload file")
     source.add_argument("--adversary", metavar="NAME", help="a generator or adversary family instead of a file")
     parser.add_argument("--param", action="append", metavar="KEY=VALUE", help="adversary parameter (repeatable)")
-    parser.add_argument("--budget", required=True, type=int, metavar="B", help="cache budget B in tokens")
+    parser.add_argument("--budget", type=int, metavar="B", help="cache budget B in tokens (per worker)")
     parser.add_argument("--batch", type=int, default=1, metavar="BETA", help="batch size beta (default 1)")
-    parser.add_argument("--policy", required=True, help="online policy name")
+    parser.add_argument("--policy", help="online eviction policy (one worker)")
     parser.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
     parser.add_argument("--seeds", type=int, default=1, metavar="N", help="randomized policies: N seeds")
+    parser.add_argument("--workers", type=int, metavar="M", help="several workers: a router's makespan ratio")
+    parser.add_argument("--router", help="with --workers: the router to measure")
+    parser.add_argument("--eviction", default="lru", metavar="POLICY", help="with --workers: eviction (default lru)")
+    parser.add_argument("--router-opt", action="append", metavar="KEY=VALUE", help="router option (repeatable)")
+    parser.add_argument("--output-len", type=int, metavar="N", help="with --workers: output tokens per query")
+    parser.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS", help="joint MIP time limit")
+    add_cluster_options(parser, budget=False)
     add_json_option(parser)
     parser.set_defaults(run=run)
 
@@ -33,8 +43,32 @@ def run(args) -> int:
         workload = read_workload(args.workload)
     else:
         workload = generate(args.adversary, parse_params(args.param), seed=args.seed)
+    if args.workers is not None:
+        return _several_workers(args, workload)
+    if args.budget is None or args.policy is None:
+        raise InputError("--budget and --policy are required (or --workers M --router NAME)")
     report = competitive_ratio(
         workload, args.budget, args.policy, batch=args.batch, seeds=range(args.seed, args.seed + args.seeds)
     )
     emit(report.to_dict(), args.json)
+    return 0
+
+
+def _several_workers(args, workload) -> int:
+    from kvtheory.cluster.optimum import routing_ratio
+
+    if not args.router:
+        raise InputError("--workers needs --router NAME")
+    cluster = build_cluster(args, args.workers)
+    result = routing_ratio(
+        workload,
+        cluster,
+        args.router,
+        args.eviction,
+        seed=args.seed,
+        output_len=args.output_len,
+        router_options=parse_params(args.router_opt),
+        time_limit=args.time_limit,
+    )
+    emit(result.to_dict(), args.json)
     return 0
