@@ -124,28 +124,22 @@ class FurthestInFuture(EvictionPolicy):
         floors: list[tuple[int, int]] = []
         evicted = 0
 
-        def take_entering(at: int) -> None:
-            while heap:
-                top, neg_v = heap[0]
-                v = -neg_v
-                if kept[v] == 0 or self._next[v] != group or depth[parent[v]] + kept[v] != -top:
-                    heapq.heappop(heap)
-                    continue
-                if -top != at:
-                    return
-                heapq.heappop(heap)
-                active.add(v)
-                heapq.heappush(floors, (-depth[parent[v]], v))
-
         def next_entering() -> int | None:
+            """The highest top among the group's edges not yet active (stale heap entries dropped)."""
             while heap:
                 top, neg_v = heap[0]
                 v = -neg_v
-                if kept[v] == 0 or self._next[v] != group or depth[parent[v]] + kept[v] != -top:
-                    heapq.heappop(heap)
-                    continue
-                return -top
+                if kept[v] and self._next[v] == group and depth[parent[v]] + kept[v] == -top:
+                    return -top
+                heapq.heappop(heap)
             return None
+
+        def take_entering(at: int) -> None:
+            """Make active every edge whose top is ``at``."""
+            while next_entering() == at:
+                _, neg_v = heapq.heappop(heap)
+                active.add(-neg_v)
+                heapq.heappush(floors, (-depth[parent[-neg_v]], -neg_v))
 
         level = 0
         while evicted < tokens:
