@@ -2,6 +2,7 @@
 
     python benchmarks/mip_scaling.py            # 60 s per instance (several minutes on 2 cores)
     python benchmarks/mip_scaling.py --quick    # 5 s per instance, a smoke run
+    python benchmarks/mip_scaling.py --scale 16 --modes joint   # prompts 16 times longer, two workers
 
 For each formulation ("token": MODEL.md's per-token MIP; "edge": one integer per radix edge and gap),
 instances of growing size (queries n = 4, 6, 8, 11, 16, ... a factor sqrt(2) apart) are solved until the
@@ -37,29 +38,32 @@ MAX_QUERIES = 1 << 16
 
 
 class _Tokens:
-    """Fresh token ids, so that two segments share a prefix only when the generator says so."""
+    """Fresh token ids, so that two segments share a prefix only when the generator says so; every
+    segment is ``scale`` times the length the generator names (longer prompts, the same radix tree)."""
 
-    def __init__(self) -> None:
+    def __init__(self, scale: int) -> None:
         self._next = itertools.count()
+        self._scale = scale
 
     def segment(self, length: int) -> list[int]:
-        return [next(self._next) for _ in range(length)]
+        return [next(self._next) for _ in range(length * self._scale)]
 
 
-def gsp(n: int, rng: np.random.Generator) -> tuple[Workload, int]:
+def gsp(n: int, rng: np.random.Generator, scale: int) -> tuple[Workload, int]:
     """Generated shared prefix: (workload, number of shared tokens)."""
-    fresh = _Tokens()
+    fresh = _Tokens(scale)
     groups = max(2, math.isqrt(n))
-    prefixes = [fresh.segment((8, 16, 32, 64)[g % 4]) for g in range(groups)]
+    lengths = [(8, 16, 32, 64)[g % 4] for g in range(groups)]
+    prefixes = [fresh.segment(length) for length in lengths]
     queries = []
     for g in rng.integers(groups, size=n):
-        queries.append(prefixes[g] + fresh.segment(len(prefixes[g])))
+        queries.append(prefixes[g] + fresh.segment(lengths[g]))
     return Workload.from_token_lists(queries), sum(map(len, prefixes))
 
 
-def tree(n: int, rng: np.random.Generator) -> tuple[Workload, int]:
+def tree(n: int, rng: np.random.Generator, scale: int) -> tuple[Workload, int]:
     """System prompt -> topic -> template -> unique suffix: (workload, number of shared tokens)."""
-    fresh = _Tokens()
+    fresh = _Tokens(scale)
     system = fresh.segment(8)
     topics = max(2, math.isqrt(n))
     topic_tokens = [fresh.segment(int(rng.integers(4, 33))) for _ in range(topics)]
@@ -85,8 +89,8 @@ def sizes():
         yield n
 
 
-def instance(family: str, n: int, seed: int) -> tuple[Workload, int]:
-    workload, shared = FAMILIES[family](n, np.random.default_rng([seed, n]))
+def instance(family: str, n: int, seed: int, scale: int) -> tuple[Workload, int]:
+    workload, shared = FAMILIES[family](n, np.random.default_rng([seed, n]), scale)
     return workload, workload.max_length + shared // 3
 
 
@@ -122,11 +126,11 @@ def joint(workload: Workload, budget: int, formulation: str, limit: float, solve
     return record
 
 
-def ladder(mode, family: str, formulation: str, limit: float, seed: int, solver: str) -> dict:
+def ladder(mode, family: str, formulation: str, limit: float, seed: int, solver: str, scale: int) -> dict:
     """Grow n until an instance is not proven optimal within ``limit`` seconds (building included)."""
     largest, attempts = None, []
     for n in sizes():
-        workload, budget = instance(family, n, seed)
+        workload, budget = instance(family, n, seed, scale)
         record = {**describe(workload, budget), **mode(workload, budget, formulation, limit, solver)}
         solved = record["status"] == "optimal" and record["seconds"] <= limit
         attempts.append(
@@ -151,11 +155,23 @@ def main(argv=None) -> None:
     parser.add_argument("--family", choices=sorted(FAMILIES), default="tree")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--solver", choices=("cbc", "highs"), default="cbc")
+    parser.add_argument("--scale", type=int, default=1, help="multiply every segment's length (longer prompts)")
+    parser.add_argument("--modes", default="single,joint", help="single, joint or both (comma-separated)")
     args = parser.parse_args(argv)
     limit = 5.0 if args.quick else 60.0
-    report = {"family": args.family, "seed": args.seed, "solver": args.solver, "time_limit_s": limit}
-    for mode, key in ((single, "single_worker"), (joint, "two_workers")):
-        report[key] = {f: ladder(mode, args.family, f, limit, args.seed, args.solver) for f in FORMULATIONS}
+    report = {
+        "family": args.family,
+        "scale": args.scale,
+        "seed": args.seed,
+        "solver": args.solver,
+        "time_limit_s": limit,
+    }
+    modes = {"single": (single, "single_worker"), "joint": (joint, "two_workers")}
+    for name in args.modes.split(","):
+        mode, key = modes[name.strip()]
+        report[key] = {
+            f: ladder(mode, args.family, f, limit, args.seed, args.solver, args.scale) for f in FORMULATIONS
+        }
     print(json.dumps(report, indent=1))
 
 
