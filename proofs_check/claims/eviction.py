@@ -78,8 +78,10 @@ register(
         title="FIF is optimal",
         statement=(
             "On one worker with budget B and any batch size beta, FIF (evict the cached leaf token whose next "
-            "request is furthest in the future, never = infinity, ties to the deeper token) attains the minimum "
-            "total misses over all eviction schedules: misses(FIF) = OPT, the optimum of MODEL.md's MIP."
+            "request is furthest in the future, never = infinity; ties to the token fewest queries of that next "
+            "batch contain, then to the deeper token) attains the minimum total misses over all eviction "
+            "schedules: misses(FIF) = OPT, the optimum of MODEL.md's MIP. With depth alone breaking ties "
+            "(MODEL.md's wording) it does not at beta >= 2: see kvtheory/optimum/fif.py."
         ),
         status="ours",
         assumptions=("queries-fit", "single-worker"),
