@@ -134,3 +134,11 @@ def test_opt_and_ratio_with_several_workers(capsys, workload_file):
     assert code == 0 and ratio["reference_kind"] == "optimum"
     assert ratio["reference"] == pytest.approx(optimum["makespan"])
     assert ratio["ratio"] == pytest.approx(ratio["makespan"] / ratio["reference"]) and ratio["ratio"] >= 1 - 1e-9
+
+
+def test_demo_prints_both_tables_and_writes_a_png(capsys, tmp_path):
+    plot = tmp_path / "demo.png"
+    code, out, _ = _run(capsys, "demo", "--plot", plot, "--seeds", 2)
+    assert code == 0
+    assert out.count("fif (OPT)") == 2 and "imbalanced" in out
+    assert plot.read_bytes().startswith(b"\x89PNG")
