@@ -1,4 +1,16 @@
-"""kvtheory: checkable theory of KV-cache eviction and cache-aware routing (see MODEL.md)."""
+"""kvtheory: checkable theory of KV-cache eviction and cache-aware routing (see MODEL.md).
+
+The names below are the public API. Those that pull in a MIP solver, the cluster model or Dask
+(``solve_mip``, ``solve_joint_mip``, ``makespan_lower_bounds``, ``Cluster``, ``cost_model``,
+``simulate_cluster``, ``routing_ratio``, ``run_sweep``) are imported on first use.
+
+>>> import kvtheory as kv
+>>> w = kv.Workload.from_token_lists([[1], [2], [3]] * 4)
+>>> kv.run_policy(w, 2, "lru").misses, kv.run_fif(w, 2).misses
+(12, 7)
+"""
+
+import importlib
 
 from kvtheory.errors import InputError
 from kvtheory.model.query import Query
@@ -16,30 +28,58 @@ from kvtheory.policies import (
     TokenLRU,
     policy_class,
 )
+from kvtheory.ratio import RatioReport, competitive_ratio, harmonic, steady_ratio
 from kvtheory.simulate import RunResult, batches, run_fif, run_policy, run_seeds, slack, validate
+from kvtheory.workloads import GENERATORS, generate
+
+_LAZY = {  # public name: (module, name there)
+    "solve_mip": ("kvtheory.optimum.mip", "solve_mip"),
+    "solve_joint_mip": ("kvtheory.optimum.mip", "solve_joint_mip"),
+    "makespan_lower_bounds": ("kvtheory.optimum.mip", "makespan_lower_bounds"),
+    "Cluster": ("kvtheory.cluster.cluster", "Cluster"),
+    "cost_model": ("kvtheory.cluster.costmodel", "cost_model"),
+    "simulate_cluster": ("kvtheory.cluster.simulation", "simulate"),
+    "routing_ratio": ("kvtheory.cluster.optimum", "routing_ratio"),
+    "run_sweep": ("kvtheory.experiments.sweep", "run_sweep"),
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        module, attribute = _LAZY[name]
+        return getattr(importlib.import_module(module), attribute)
+    raise AttributeError(f"module 'kvtheory' has no attribute {name!r}")
+
 
 __all__ = [
+    "GENERATORS",
+    "ONLINE_POLICIES",
     "EvictionPolicy",
     "FifoLeaf",
     "FurthestInFuture",
     "InputError",
     "LeafLFU",
     "LeafLRU",
-    "ONLINE_POLICIES",
     "PrefixTrie",
     "Query",
     "RandomLeaf",
     "RandomizedLeafToken",
+    "RatioReport",
     "RunResult",
     "TokenLRU",
     "Workload",
     "batches",
+    "competitive_ratio",
+    "generate",
+    "harmonic",
     "policy_class",
     "read_workload",
     "run_fif",
     "run_policy",
     "run_seeds",
     "slack",
+    "steady_ratio",
     "validate",
     "write_workload",
+    *_LAZY,
 ]
