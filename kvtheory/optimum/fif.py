@@ -15,8 +15,9 @@ Why this runs per edge. All tokens of a radix edge share their next request time
 next(parent) <= next(child), and a parent's m is at least its child's. Let (T*, m*) be the first group
 in that order among cached tokens off the current batch's paths: every such token has only tokens of
 the same group below it, so FIF removes that whole group before any other, deepest first, lowering the
-tops of the group's edges together like a water level. One eviction therefore costs a heap operation
-per edge it touches, whatever the number of tokens.
+tops of the group's edges together like a water level (:class:`~kvtheory.optimum.water_level.WaterLevel`).
+An eviction costs O(log n) per edge that joins or leaves the level, whatever the number of tokens and of
+edges it lowers; over a run, O(T log T) at most, and in practice O(radix edges x log).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from kvtheory.model.trie import PrefixTrie
+from kvtheory.optimum.water_level import WaterLevel
 from kvtheory.policies.base import EvictionPolicy
 
 
@@ -51,21 +53,23 @@ class FurthestInFuture(EvictionPolicy):
                 requests.setdefault(v, []).append(self._group_key(t, m))
         self._requests = requests
         self._cursor = dict.fromkeys(requests, 0)
-        self._kept = [0] * trie.n_nodes
-        self._next = [self._never] * trie.n_nodes
-        self._group_size: dict[int, int] = {}
-        self._group_heap: dict[int, list] = {}
-        self._groups: list[int] = []
+        self._group_of = [-1] * trie.n_nodes  # the group an edge is cached in, -1 if none
+        self._groups: dict[int, WaterLevel] = {}
+        self._order: list[int] = []  # -group keys, a max-heap of the groups (lazily cleaned)
 
     def _group_key(self, step: int, multiplicity: int) -> int:
         return step * self._width + (self._width - 1 - multiplicity)
 
+    def _kept_of(self, v: int) -> int:
+        group = self._groups.get(self._group_of[v])
+        return 0 if group is None else group.kept_of(v)
+
     def cached_prefix(self, j: int) -> int:
-        kept = self._kept
-        return sum(kept[v] for v in self.trie.path(j))
+        return sum(self._kept_of(v) for v in self.trie.path(j))
 
     def kept(self) -> dict[int, int]:
-        return {v: k for v, k in enumerate(self._kept) if k}
+        kept = {v: group.kept_of(v) for group in self._groups.values() for v in group.members()}
+        return {v: k for v, k in kept.items() if k}
 
     def serve(self, batch: Sequence[int]) -> list[int]:
         t = self._step
@@ -76,107 +80,37 @@ class FurthestInFuture(EvictionPolicy):
         paths = [trie.path(j) for j in batch]
         hits = [self.cached_prefix(j) for j in batch]
         on_paths = {v for path in paths for v in path}
-        kept, edge_len = self._kept, trie.edge_len
-        for v in on_paths:
-            if kept[v]:
-                self._group_size[self._next[v]] -= 1
-        overflow = self.size + sum(edge_len[v] - kept[v] for v in on_paths) - self.budget
+        cached = {}
+        for v in on_paths:  # requested now: out of their groups, so never evicted in this step
+            group = self._groups.get(self._group_of[v])
+            cached[v] = 0 if group is None else group.remove(v)
+        edge_len = trie.edge_len
+        overflow = self.size + sum(edge_len[v] - cached[v] for v in on_paths) - self.budget
         if overflow > 0:
             self._evict(overflow)
         for v in on_paths:
-            self.size += edge_len[v] - kept[v]
-            kept[v] = edge_len[v]
+            self.size += edge_len[v] - cached[v]
             self._cursor[v] += 1
             occurrences = self._requests[v]
-            group = occurrences[self._cursor[v]] if self._cursor[v] < len(occurrences) else self._never
-            self._next[v] = group
-            self._enter_group(v, group)
+            key = occurrences[self._cursor[v]] if self._cursor[v] < len(occurrences) else self._never
+            group = self._groups.get(key)
+            if group is None:
+                group = self._groups[key] = WaterLevel(trie.depth, trie.parent)
+                heapq.heappush(self._order, -key)
+            group.add(v, edge_len[v])
+            self._group_of[v] = key
         return hits
-
-    def _enter_group(self, v: int, group: int) -> None:
-        size = self._group_size.get(group, 0)
-        if size == 0:
-            heapq.heappush(self._groups, -group)
-            self._group_heap[group] = []
-        self._group_size[group] = size + 1
-        heapq.heappush(self._group_heap[group], (-self.trie.depth[v], -v))
 
     def _evict(self, tokens: int) -> None:
         while tokens > 0:
-            if not self._groups:
+            if not self._order:
                 raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
-            group = -self._groups[0]
-            if self._group_size.get(group, 0) == 0:
-                heapq.heappop(self._groups)
-                self._group_heap.pop(group, None)
+            key = -self._order[0]
+            group = self._groups.get(key)
+            if group is None or not len(group):
+                heapq.heappop(self._order)
+                self._groups.pop(key, None)
                 continue
-            tokens -= self._drain(group, tokens)
-
-    def _drain(self, group: int, tokens: int) -> int:
-        """Evict up to ``tokens`` tokens of group ``group``, deepest first; return how many went.
-
-        The active edges share one top level; between events (an edge's top joining the level, or the
-        level reaching an active edge's floor) each level step evicts one token per active edge.
-        """
-        depth, parent = self.trie.depth, self.trie.parent
-        kept, heap = self._kept, self._group_heap[group]
-        active: set[int] = set()
-        floors: list[tuple[int, int]] = []
-        evicted = 0
-
-        def next_entering() -> int | None:
-            """The highest top among the group's edges not yet active (stale heap entries dropped)."""
-            while heap:
-                top, neg_v = heap[0]
-                v = -neg_v
-                if kept[v] and self._next[v] == group and depth[parent[v]] + kept[v] == -top:
-                    return -top
-                heapq.heappop(heap)
-            return None
-
-        def take_entering(at: int) -> None:
-            """Make active every edge whose top is ``at``."""
-            while next_entering() == at:
-                _, neg_v = heapq.heappop(heap)
-                active.add(-neg_v)
-                heapq.heappush(floors, (-depth[parent[-neg_v]], -neg_v))
-
-        level = 0
-        while evicted < tokens:
-            if not active:
-                level = next_entering()
-                if level is None:
-                    break
-                take_entering(level)
-            lowest = max(-floors[0][0], next_entering() or 0)
-            width = len(active)
-            room = width * (level - lowest)
-            if tokens - evicted >= room:
-                evicted += room
-                level = lowest
-                while floors and -floors[0][0] == level:
-                    _, v = heapq.heappop(floors)
-                    active.remove(v)
-                    kept[v] = 0
-                    self._group_size[group] -= 1
-                take_entering(level)
-                continue
-            steps, extra = divmod(tokens - evicted, width)
-            level -= steps
-            evicted = tokens
-            ordered = sorted(active, reverse=True)
-            for v in ordered[:extra]:
-                kept[v] = level - 1 - depth[parent[v]]
-            for v in ordered[extra:]:
-                kept[v] = level - depth[parent[v]]
-            for v in ordered:
-                if kept[v]:
-                    heapq.heappush(heap, (-(depth[parent[v]] + kept[v]), -v))
-                else:
-                    self._group_size[group] -= 1
-            active = set()
-        for v in active:
-            kept[v] = level - depth[parent[v]]
-            heapq.heappush(heap, (-level, -v))
-        self.size -= evicted
-        return evicted
+            evicted = group.drain(tokens)
+            self.size -= evicted
+            tokens -= evicted
