@@ -61,3 +61,40 @@ def test_depth_first_ties_are_not_optimal_with_batches():
     assert run_fif(workload, 7, batch=3).misses == 16
     assert literal_misses == 17
     assert run_policy(workload, 7, "rlt", batch=3, seed=0).misses >= 16
+
+
+@st.composite
+def tied_suffixes(draw):
+    """Groups of queries with a shared prefix and suffixes of equal lengths: many never-again leaves at
+    one depth, so the water level is drained in part, cut, and joined by later, deeper edges."""
+    prefixes = [
+        [draw(st.integers(0, 2))] + draw(st.lists(st.integers(0, 50), max_size=6))
+        for _ in range(draw(st.integers(1, 4)))
+    ]
+    queries = []
+    for _ in range(draw(st.integers(3, 25))):
+        prefix = draw(st.sampled_from(prefixes))
+        suffix = draw(st.lists(st.integers(0, 3), min_size=draw(st.sampled_from([0, 1, 2, 4, 6])), max_size=6))
+        queries.append(prefix + suffix)
+    beta = draw(st.integers(1, 3))
+    workload = Workload.from_token_lists(queries)
+    trie = workload.trie
+    need = max(sum(trie.edge_len[v] for v in {v for j in g for v in trie.path(j)}) for g in batches(len(queries), beta))
+    return workload, need + draw(st.sampled_from([0, 1, 3, 10, 30])), beta
+
+
+@settings(max_examples=300)
+@given(tied_suffixes())
+def test_fif_water_level_equals_the_per_token_reference(instance):
+    """Hits and the cache itself (tokens kept per edge) after every batch: within one group, which of
+    the tied tokens go changes no hit at batch 1, only the cache."""
+    from kvtheory.reference import reference_policy
+
+    workload, budget, batch = instance
+    schedule = batches(len(workload), batch)
+    fast = FurthestInFuture(workload.trie, budget, schedule)
+    reference = reference_policy(workload, budget, "fif", batch=batch)
+    for group in schedule:
+        assert list(fast.serve(group)) == reference.serve(group)
+        assert fast.kept() == reference.kept(workload.trie)
+        assert fast.size == reference.size
