@@ -2,7 +2,7 @@
 
     python benchmarks/mip_scaling.py            # 60 s per instance (several minutes on 2 cores)
     python benchmarks/mip_scaling.py --quick    # 5 s per instance, a smoke run
-    python benchmarks/mip_scaling.py --scale 16 --modes joint   # prompts 16 times longer, two workers
+    python benchmarks/mip_scaling.py --scales 1 --joint-scales 16   # choose the prompt-length multipliers
 
 For each formulation ("token": MODEL.md's per-token MIP; "edge": one integer per radix edge and gap),
 instances of growing size (queries n = 4, 6, 8, 11, 16, ... a factor sqrt(2) apart) are solved until the
@@ -10,7 +10,10 @@ first one not proven optimal within the time limit, counting model building and 
 (and, for two workers, the LP relaxation solved for the lower bounds). The report gives the largest
 instance solved (its tokens T = sum |q_j|) and the first one that was not, for one worker (checked
 against FIF) and for two identical workers (the joint routing + eviction MIP, a_miss = 1,
-a_cached = 0.1, no output time), side by side.
+a_cached = 0.1, no output time), side by side. The two-worker ladders run with the generators' short
+segments (scale 1, about 45 tokens a query) and with every segment 64 times longer (about 3,000 tokens
+a query, the paper's GSP lengths): the routing is what limits the joint MIP, and only the token
+formulation grows with the prompts.
 
 Workloads (numpy, from --seed; every token id is fresh unless shared on purpose):
 * gsp: G = max(2, isqrt(n)) groups; group g has a prefix of length cycled over 8, 16, 32, 64 and each
@@ -155,23 +158,18 @@ def main(argv=None) -> None:
     parser.add_argument("--family", choices=sorted(FAMILIES), default="tree")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--solver", choices=("cbc", "highs"), default="cbc")
-    parser.add_argument("--scale", type=int, default=1, help="multiply every segment's length (longer prompts)")
-    parser.add_argument("--modes", default="single,joint", help="single, joint or both (comma-separated)")
+    parser.add_argument("--scales", default="1", help="single worker: segment length multipliers, e.g. 1,16")
+    parser.add_argument(
+        "--joint-scales", default="1,64", help="two workers: segment length multipliers (64: prompts of ~3k tokens)"
+    )
     args = parser.parse_args(argv)
     limit = 5.0 if args.quick else 60.0
-    report = {
-        "family": args.family,
-        "scale": args.scale,
-        "seed": args.seed,
-        "solver": args.solver,
-        "time_limit_s": limit,
-    }
-    modes = {"single": (single, "single_worker"), "joint": (joint, "two_workers")}
-    for name in args.modes.split(","):
-        mode, key = modes[name.strip()]
-        report[key] = {
-            f: ladder(mode, args.family, f, limit, args.seed, args.solver, args.scale) for f in FORMULATIONS
-        }
+    report = {"family": args.family, "seed": args.seed, "solver": args.solver, "time_limit_s": limit}
+    for mode, key, scales in ((single, "single_worker", args.scales), (joint, "two_workers", args.joint_scales)):
+        for scale in (int(x) for x in scales.split(",") if x.strip()):
+            report[f"{key}_scale_{scale}"] = {
+                f: ladder(mode, args.family, f, limit, args.seed, args.solver, scale) for f in FORMULATIONS
+            }
     print(json.dumps(report, indent=1))
 
 
