@@ -65,6 +65,10 @@ class Options:
             return True
         return any(source == s or source.startswith(s) for s in self.sources)
 
+    def wants_family(self, label: str) -> bool:
+        """Whether the adversary family ``label`` is to be run (all families, or this one by name)."""
+        return self.wants("families") or self.wants(label)
+
 
 @dataclass
 class Measurement:
@@ -377,6 +381,10 @@ class Method:
     def measure(self, claim, instance: Instance, opts: Options, policy=None) -> Measurement:
         raise NotImplementedError
 
+    def policies(self, claim, opts: Options) -> list:
+        """The policies to check: the one given in ``opts``, else those the claim speaks of."""
+        return [opts.policy] if opts.policy is not None else list(claim.policies)
+
     def default_policy(self, claim, opts: Options):
         return opts.policy if opts.policy is not None else claim.policies[0]
 
@@ -399,7 +407,7 @@ class Method:
         spec = claim.drops[assumption]
         notes: list[str] = []
         state = (0, None, None)
-        policies = [opts.policy] if opts.policy is not None else list(claim.policies)
+        policies = self.policies(claim, opts)
         undefined = 0
         for policy in policies:
 

@@ -82,7 +82,7 @@ class OptimumEquality(Method):
         elif opts.mip:
             notes.append("every instance: FIF vs the exhaustive optimum and vs solve_mip (CBC)")
         for family in self.families:
-            if not (opts.wants("families") or opts.wants(family.label)):
+            if not opts.wants_family(family.label):
                 continue
             m = self.measure(claim, family.make(opts.seed), opts, policy)
             tried += 1

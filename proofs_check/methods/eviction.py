@@ -97,14 +97,14 @@ class UpperEviction(Method):
 
     def run(self, claim, opts: Options) -> CheckResult:
         started = time.perf_counter()
-        policies = [opts.policy] if opts.policy is not None else list(claim.policies)
+        policies = self.policies(claim, opts)
         worst = violation = None
         tried = 0
         notes = []
         for policy in policies:
             cls = resolve_policy(policy)
             for family in self.families:
-                if not (opts.wants("families") or opts.wants(family.label)):
+                if not opts.wants_family(family.label):
                     continue
                 m = self.measure(claim, family.make(opts.seed), opts, policy, family.seeds)
                 tried += 1
@@ -125,7 +125,7 @@ class UpperEviction(Method):
                     f"per instance; violation = one-sided {int(opts.level * 100)}% lower confidence bound "
                     "of E[ALG] above the bound"
                 )
-        used = [f.label for f in self.families if opts.wants("families") or opts.wants(f.label)]
+        used = [f.label for f in self.families if opts.wants_family(f.label)]
         if used:
             notes.append("families: " + "; ".join(used))
         return finish(claim, opts, started, tried, worst, violation, notes)
@@ -212,14 +212,14 @@ class LowerEviction(Method):
 
     def run(self, claim, opts: Options) -> CheckResult:
         started = time.perf_counter()
-        policies = [opts.policy] if opts.policy is not None else list(claim.policies)
+        policies = self.policies(claim, opts)
         worst = violation = None
         tried = 0
         notes = []
         for policy in policies:
             cls = resolve_policy(policy)
             for setting in self.settings:
-                if not (opts.wants("families") or opts.wants(setting.label)):
+                if not opts.wants_family(setting.label):
                     continue
                 m = self._one(claim, setting, cls, opts)
                 tried += len(m.seeds) * len(setting.lengths)

@@ -80,7 +80,7 @@ class UpperRouting(Method):
             "routings with FIF on each worker"
         ]
         for family in self.families:
-            if not (opts.wants("families") or opts.wants(family.label)):
+            if not opts.wants_family(family.label):
                 continue
             m = self.measure(claim, family.make(opts.seed), opts, router)
             tried += 1
@@ -137,7 +137,7 @@ class LowerRouting(Method):
         tried = 0
         notes = [f"routers from {router_backend()}; every worker evicts with {self.eviction}"]
         for setting in self.settings:
-            if not (opts.wants("families") or opts.wants(setting.label)):
+            if not opts.wants_family(setting.label):
                 continue
             trajectory = []
             m = None
