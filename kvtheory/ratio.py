@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from kvtheory.model.workload import Workload
 from kvtheory.policies import policy_class
-from kvtheory.simulate import RunResult, run_fif, run_policy
+from kvtheory.simulate import RunResult, run_fif, run_seeds
 from kvtheory.stats import summarize
 
 
@@ -99,5 +99,5 @@ def competitive_ratio(
         opt_misses = run_fif(workload, budget, batch=batch).misses
     cls = policy_class(policy)
     seeds = list(seeds) if cls.randomized else list(seeds)[:1]
-    runs = tuple(run_policy(workload, budget, cls, batch=batch, seed=s) for s in seeds)
+    runs = tuple(run_seeds(workload, budget, cls, seeds, batch=batch))
     return RatioReport(cls.name, budget, batch, runs[0].k, opt_misses, runs)

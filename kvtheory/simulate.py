@@ -114,6 +114,8 @@ def run_fif(workload: Workload, budget: int, *, batch: int = 1) -> RunResult:
     return _drive(workload, budget, fif, "fif", batch, None)
 
 
-def run_seeds(workload: Workload, budget: int, policy: str, seeds: Sequence[int], *, batch: int = 1) -> list[RunResult]:
+def run_seeds(
+    workload: Workload, budget: int, policy: str | type[EvictionPolicy], seeds: Sequence[int], *, batch: int = 1
+) -> list[RunResult]:
     """One run per seed (for randomized policies)."""
     return [run_policy(workload, budget, policy, batch=batch, seed=s) for s in seeds]

@@ -6,7 +6,7 @@ from kvtheory.cli.common import add_json_option, add_workload_options, emit
 from kvtheory.errors import InputError
 from kvtheory.model.workload import read_workload
 from kvtheory.policies import policy_class
-from kvtheory.simulate import run_policy, validate
+from kvtheory.simulate import run_seeds, validate
 from kvtheory.stats import summarize
 
 
@@ -27,7 +27,7 @@ def run(args) -> int:
     workload = read_workload(args.workload)
     validate(workload, args.budget, args.batch)
     seeds = range(args.seed, args.seed + (args.seeds if cls.randomized else 1))
-    runs = [run_policy(workload, args.budget, cls, batch=args.batch, seed=s) for s in seeds]
+    runs = run_seeds(workload, args.budget, cls, seeds, batch=args.batch)
     record = runs[0].to_dict()  # the first seed's run; the summary over seeds follows
     if len(runs) > 1:
         misses = summarize([run.misses for run in runs])
