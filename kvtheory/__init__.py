@@ -16,7 +16,9 @@ from kvtheory.errors import InputError
 from kvtheory.model.query import Query
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.model.workload import Workload, read_workload, write_workload
+from kvtheory.optimum.exact import Optimum, fif_bracket, solve_optimum
 from kvtheory.optimum.fif import FurthestInFuture
+from kvtheory.optimum.flow_bound import weighted_paging_bound
 from kvtheory.policies import (
     ONLINE_POLICIES,
     EvictionPolicy,
@@ -58,6 +60,7 @@ __all__ = [
     "FifoLeaf",
     "FurthestInFuture",
     "InputError",
+    "Optimum",
     "LeafLFU",
     "LeafLRU",
     "PrefixTrie",
@@ -70,6 +73,7 @@ __all__ = [
     "Workload",
     "batches",
     "competitive_ratio",
+    "fif_bracket",
     "generate",
     "harmonic",
     "policy_class",
@@ -78,8 +82,10 @@ __all__ = [
     "run_policy",
     "run_seeds",
     "slack",
+    "solve_optimum",
     "steady_ratio",
     "validate",
+    "weighted_paging_bound",
     "write_workload",
     *_LAZY,
 ]

@@ -67,7 +67,6 @@ def run(args) -> int:
             result = fif_bracket(workload, args.budget, batch=args.batch)
         record = {
             **result.to_dict(),
-            "budget": args.budget,
             "queries": len(workload),
             "tokens": workload.total_tokens,
             "hit_rate": 1 - result.misses / workload.total_tokens,

@@ -15,7 +15,6 @@ problem weighted paging on a tree, where furthest-in-future can lose. :func:`sol
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict, dataclass
 
@@ -23,7 +22,7 @@ from kvtheory.errors import InputError
 from kvtheory.model.workload import Workload
 from kvtheory.optimum.fif import FurthestInFuture
 from kvtheory.optimum.flow_bound import weighted_paging_bound
-from kvtheory.simulate import batches, validate
+from kvtheory.simulate import batches, run_fif, validate
 
 MIP_SOLVERS = ("highs", "cbc")
 
@@ -44,6 +43,7 @@ class Optimum:
     gap: float
     proof: str | None
     fif_misses: int
+    budget: int
     batch: int
     seconds: float
 
@@ -78,24 +78,27 @@ def solve_optimum(
     if time_limit is not None and not time_limit > 0:
         raise InputError(f"time limit must be a positive number of seconds, got {time_limit}")
     started = time.perf_counter()
-    fif, start = fif_schedule(workload, budget, batch)
     if batch == 1:
-        return _result("fif", "optimal", fif, fif, fif, "FIF is exact at batch size 1", batch, started)
+        fif = run_fif(workload, budget).misses
+        return _result("fif", "optimal", fif, fif, fif, "FIF is exact at batch size 1", budget, batch, started)
+    fif, start = fif_schedule(workload, budget, batch)
     bound = weighted_paging_bound(workload.trie, batches(len(workload), batch), budget, workload.total_tokens)
     if bound >= fif:
-        return _result("fif", "optimal", fif, fif, fif, "the weighted-paging flow bound meets FIF", batch, started)
+        return _result(
+            "fif", "optimal", fif, fif, fif, "the weighted-paging flow bound meets FIF", budget, batch, started
+        )
     from kvtheory.optimum.mip import solve_mip
 
     left = None if time_limit is None else time_limit - (time.perf_counter() - started)
     if left is not None and left <= 0:
-        return _result("fif", "time_limit", fif, bound, fif, None, batch, started)
+        return _result("fif", "time_limit", fif, bound, fif, None, budget, batch, started)
     mip = solve_mip(workload, budget, batch=batch, solver=mip_solver, time_limit=left, start=start)
     misses = min(fif, mip.misses) if mip.misses is not None else fif
     lower = max(bound, int(mip.bound)) if mip.bound is not None else bound
     if lower >= misses:
         proof = f"the edge MIP ({mip_solver}) proves its bound {misses}"
-        return _result(f"mip:{mip_solver}", "optimal", misses, misses, fif, proof, batch, started)
-    return _result(f"mip:{mip_solver}", "time_limit", misses, lower, fif, None, batch, started)
+        return _result(f"mip:{mip_solver}", "optimal", misses, misses, fif, proof, budget, batch, started)
+    return _result(f"mip:{mip_solver}", "time_limit", misses, lower, fif, None, budget, batch, started)
 
 
 def fif_bracket(workload: Workload, budget: int, *, batch: int = 1) -> Optimum:
@@ -108,11 +111,11 @@ def fif_bracket(workload: Workload, budget: int, *, batch: int = 1) -> Optimum:
     """
     validate(workload, budget, batch)
     started = time.perf_counter()
-    fif, _ = fif_schedule(workload, budget, batch)
+    fif = run_fif(workload, budget, batch=batch).misses
     if batch == 1:
-        return _result("fif", "optimal", fif, fif, fif, "FIF is exact at batch size 1", batch, started)
+        return _result("fif", "optimal", fif, fif, fif, "FIF is exact at batch size 1", budget, batch, started)
     bound = weighted_paging_bound(workload.trie, batches(len(workload), batch), budget, workload.total_tokens)
-    return _result("fif", "upper_bound", fif, bound, fif, None, batch, started)
+    return _result("fif", "upper_bound", fif, bound, fif, None, budget, batch, started)
 
 
 def fif_schedule(workload: Workload, budget: int, batch: int) -> tuple[int, dict[tuple[int, int], int]]:
@@ -130,6 +133,6 @@ def fif_schedule(workload: Workload, budget: int, batch: int) -> tuple[int, dict
     return workload.total_tokens - hits, kept_before
 
 
-def _result(solver, status, misses, bound, fif, proof, batch, started) -> Optimum:
-    gap = 0.0 if bound >= misses else (misses - bound) / misses if misses else math.inf
-    return Optimum(solver, status, misses, bound, gap, proof, fif, batch, time.perf_counter() - started)
+def _result(solver, status, misses, bound, fif, proof, budget, batch, started) -> Optimum:
+    gap = 0.0 if bound >= misses else (misses - bound) / misses
+    return Optimum(solver, status, misses, bound, gap, proof, fif, budget, batch, time.perf_counter() - started)

@@ -32,11 +32,9 @@ limit reports status ``time_limit`` (with its incumbent and the solver's proven 
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import re
-import sys
 import tempfile
 import time
 import warnings
@@ -50,8 +48,8 @@ import pulp
 from kvtheory.errors import InputError
 from kvtheory.model.trie import ROOT, PrefixTrie
 from kvtheory.model.workload import Workload
-from kvtheory.optimum.deadline import OutOfTime, hard_deadline, reaped_cbc
 from kvtheory.optimum.requests import edge_requests
+from kvtheory.optimum.solver_runtime import OutOfTime, hard_deadline, reaped_cbc, stdout_silenced
 from kvtheory.simulate import batches, run_fif, validate
 
 SOLVERS = ("cbc", "highs")
@@ -147,21 +145,6 @@ def _linear_value(prob: pulp.LpProblem) -> float:
     return sum(coef * var.varValue for var, coef in prob.objective.items() if coef)
 
 
-@contextlib.contextmanager
-def _stdout_silenced():
-    """Send file descriptor 1 to /dev/null for the duration (what C libraries print, too)."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(devnull)
-
-
 def _solve_highs(
     prob: pulp.LpProblem, time_limit: float | None, *, mip: bool, gap_abs: float, warm: bool = False
 ) -> _Outcome:
@@ -169,7 +152,7 @@ def _solve_highs(
 
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     options = {"msg": False, "mip": mip, "gapAbs": gap_abs, "gapRel": 0.0}
-    with _stdout_silenced():  # highspy prints a banner on the C stdout even with msg=False
+    with stdout_silenced():  # highspy prints a banner on the C stdout even with msg=False
         prob.solve(_highs_until(deadline, warm)(**options))
     highs = prob.solverModel
     info = highs.getInfo()

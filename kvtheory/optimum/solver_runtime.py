@@ -1,16 +1,19 @@
-"""Time limits that hold: a solve stops at its deadline whatever phase it is in.
+"""What a solver run needs from the process: a deadline that holds, no CBC left running, a quiet stdout.
 
 A solver's own limit (CBC's ``-sec``, HiGHS's ``time_limit``) covers its branch and bound, not the
 phases around it: PuLP handing a large model over (writing an MPS file, or adding HiGHS columns one by
 one in Python) and CBC's root LP can each outlast the limit many times over. :func:`hard_deadline`
 backs the solver's limit with an alarm that raises :class:`OutOfTime` in the main thread at the
 deadline, and :func:`reaped_cbc` kills a CBC process that such an interruption leaves behind.
+:func:`stdout_silenced` keeps what C libraries print (HiGHS's banner) off the output.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 import threading
 import time
 
@@ -73,3 +76,18 @@ def reaped_cbc():
             if child.poll() is None:
                 child.kill()
                 child.wait()
+
+
+@contextlib.contextmanager
+def stdout_silenced():
+    """Send file descriptor 1 to /dev/null for the duration (what C libraries print, too)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
