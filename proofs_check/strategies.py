@@ -13,10 +13,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from kvtheory.model.batches import batches, footprint
 from kvtheory.model.query import Query
 from kvtheory.model.workload import Workload
-from kvtheory.policies.base import footprint
-from kvtheory.simulate import batches
 from proofs_check.instance import Instance
 
 
