@@ -26,3 +26,15 @@ def test_router_options_and_generator_parameters_share_one_parser():
     assert parse_options("r", {"limit": None}, {"limit": "7"}) == {"limit": 7}
     with pytest.raises(InputError, match="router option count='x' is not a valid int"):
         parse_options("r", {"count": 3}, {"count": "x"})
+
+
+def test_the_notebooks_extra_installs_what_opening_and_converting_them_needs():
+    import re
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    names = {re.split(r"[<>=\[ ]", requirement)[0] for requirement in extras["notebooks"]}
+    assert {"jupyterlab", "nbconvert", "ipykernel"} <= names
+    assert "pip install -e .[notebooks]" in (root / "README.md").read_text()
