@@ -12,12 +12,14 @@ The names below are the public API. Those that pull in a MIP solver, the cluster
 
 import importlib
 
+import adversaries  # noqa: E402,F401 - registers the adversary families with kvtheory.workloads
 from kvtheory.errors import InputError
+from kvtheory.model.batches import batches, slack, validate
 from kvtheory.model.query import Query
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.model.workload import Workload, read_workload, write_workload
 from kvtheory.optimum.exact import Optimum, fif_bracket, solve_optimum
-from kvtheory.optimum.fif import FurthestInFuture
+from kvtheory.optimum.fif import FurthestInFuture, run_fif
 from kvtheory.optimum.flow_bound import weighted_paging_bound
 from kvtheory.policies import (
     ONLINE_POLICIES,
@@ -31,7 +33,7 @@ from kvtheory.policies import (
     policy_class,
 )
 from kvtheory.ratio import RatioReport, competitive_ratio, harmonic, steady_ratio
-from kvtheory.simulate import RunResult, batches, run_fif, run_policy, run_seeds, slack, validate
+from kvtheory.simulate import RunResult, run_policy, run_seeds
 from kvtheory.workloads import GENERATORS, generate
 
 _LAZY = {  # public name: (module, name there)

@@ -16,12 +16,14 @@ import pytest
 from adversaries.adaptive import adaptive_sequence
 from kvtheory.cli import main
 from kvtheory.errors import InputError
+from kvtheory.model.batches import slack, validate
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.model.workload import read_workload
 from kvtheory.optimum.exact import solve_optimum
+from kvtheory.optimum.fif import run_fif
 from kvtheory.policies import ONLINE_POLICIES, EvictionPolicy, LeafLRU
 from kvtheory.ratio import competitive_ratio, harmonic, steady_ratio
-from kvtheory.simulate import run_fif, run_policy, slack, validate
+from kvtheory.simulate import run_policy
 from kvtheory.workloads.registry import GENERATORS, generate
 
 FAMILIES = ("cyclic", "adaptive", "imbalanced", "yao", "batch")

@@ -13,8 +13,8 @@ from strategies import instances
 
 from kvtheory import Workload, fif_bracket, run_fif, solve_optimum, weighted_paging_bound
 from kvtheory.cli import main
+from kvtheory.model.batches import batches
 from kvtheory.optimum import flow_bound, mip
-from kvtheory.simulate import batches
 from proofs_check.strategies import strategy, weighted_instance
 
 #: eight one- and two-token queries, beta = 2, B = 3: FIF keeps token 20 (wanted sooner, by one query)

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 from strategies import instances
 
 from kvtheory import Workload, run_fif, run_policy
+from kvtheory.model.batches import batches
 from kvtheory.optimum.fif import FurthestInFuture
-from kvtheory.simulate import batches
 
 COUNTEREXAMPLE = [[1, 2, 3, 4], [1, 2, 3, 5], [6, 7], [9], [10], [11], [1, 2, 3, 4], [1, 2, 3, 5], [6, 7]]
 

@@ -91,8 +91,8 @@ def run_cell(cell: Cell) -> dict:
     An input error of the cell (an impossible budget, a bad parameter) becomes a record with an
     ``error`` message instead of stopping the sweep: the cell is done, and will fail the same way again.
     """
+    from kvtheory.model.batches import validate
     from kvtheory.ratio import competitive_ratio, harmonic, steady_ratio
-    from kvtheory.simulate import validate
 
     base = {key: cell[key] for key in ("family", "params", "seed", "policy")}
     record: dict = {"cell": cell.get("id") or cell_id(cell), **base}

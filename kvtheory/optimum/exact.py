@@ -19,10 +19,10 @@ import time
 from dataclasses import asdict, dataclass
 
 from kvtheory.errors import InputError
+from kvtheory.model.batches import batches, validate
 from kvtheory.model.workload import Workload
-from kvtheory.optimum.fif import FurthestInFuture
+from kvtheory.optimum.fif import FurthestInFuture, run_fif
 from kvtheory.optimum.flow_bound import weighted_paging_bound
-from kvtheory.simulate import batches, run_fif, validate
 
 MIP_SOLVERS = ("highs", "cbc")
 

@@ -26,9 +26,12 @@ import heapq
 from collections import Counter
 from collections.abc import Sequence
 
+from kvtheory.model.batches import batches, validate
 from kvtheory.model.trie import PrefixTrie
+from kvtheory.model.workload import Workload
 from kvtheory.optimum.water_level import WaterLevel
 from kvtheory.policies.base import EvictionPolicy
+from kvtheory.simulate import RunResult, drive
 
 
 class FurthestInFuture(EvictionPolicy):
@@ -115,3 +118,16 @@ class FurthestInFuture(EvictionPolicy):
             evicted = group.drain(tokens)
             self.size -= evicted
             tokens -= evicted
+
+
+def run_fif(workload: Workload, budget: int, *, batch: int = 1) -> RunResult:
+    """FIF on one worker: the exact optimum at batch size 1, an upper bound on it at beta >= 2
+    (:func:`kvtheory.optimum.exact.solve_optimum` is exact at every batch size).
+
+    >>> w = Workload.from_token_lists([[1], [2], [3], [1], [2], [3]])
+    >>> run_fif(w, 2).misses   # Belady: 3 compulsory misses, then one miss per two requests
+    4
+    """
+    validate(workload, budget, batch)
+    fif = FurthestInFuture(workload.trie, budget, batches(len(workload), batch))
+    return drive(workload, budget, fif, "fif", batch, None)

@@ -22,7 +22,8 @@ Two exact formulations of the single-worker optimum (:func:`solve_mip`):
   val(S_v) >= len(v) f and val(S_c) <= len(c) f (f is val(S_v) itself when len(v) = 1). Capacity: at
   each step the values of the segments covering it sum to at most B.
 
-Both give the optimum of MODEL.md's model, which FIF attains (kvtheory.simulate.run_fif).
+Both give the optimum of the model: FIF's misses at batch size 1 (kvtheory.optimum.fif.run_fif),
+possibly fewer at beta >= 2.
 
 Solvers: PuLP's bundled CBC, or HiGHS (highspy, installed with kvtheory). Misses are integers, so an
 absolute gap below 1 proves optimality and a lower bound may be rounded up. A run stopped by its time
@@ -46,11 +47,12 @@ import numpy as np
 import pulp
 
 from kvtheory.errors import InputError
+from kvtheory.model.batches import batches, validate
 from kvtheory.model.trie import ROOT, PrefixTrie
 from kvtheory.model.workload import Workload
+from kvtheory.optimum.fif import run_fif
 from kvtheory.optimum.requests import edge_requests
 from kvtheory.optimum.solver_runtime import OutOfTime, hard_deadline, reaped_cbc, stdout_silenced
-from kvtheory.simulate import batches, run_fif, validate
 
 SOLVERS = ("cbc", "highs")
 FORMULATIONS = ("token", "edge")

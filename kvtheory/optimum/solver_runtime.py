@@ -22,13 +22,19 @@ class OutOfTime(Exception):
     """The deadline passed before the solve finished."""
 
 
+#: seconds between repeated alarms once a deadline has passed
+_REPEAT = 0.05
+
+
 @contextlib.contextmanager
 def hard_deadline(seconds: float | None):
     """Raise OutOfTime in the block once ``seconds`` have passed (None: never).
 
     A SIGALRM timer, so only in the main thread (elsewhere, e.g. in a Dask worker thread, the solvers'
-    own limits are all there is). An alarm armed by someone else (pytest-timeout, say) is put back, with
-    what was left of it, on the way out.
+    own limits are all there is). Once expired it fires again every ``_REPEAT`` seconds until the block
+    is left: an exception raised while Python runs a garbage-collector or weakref callback is dropped
+    there, and the next alarm lands in ordinary code. An alarm armed by someone else (pytest-timeout,
+    say) is put back, with what was left of it, on the way out.
     """
     if seconds is None or threading.current_thread() is not threading.main_thread():
         yield
@@ -39,7 +45,7 @@ def hard_deadline(seconds: float | None):
 
     entered = time.monotonic()
     previous_handler = signal.signal(signal.SIGALRM, expire)
-    previous_delay, previous_interval = signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-3))
+    previous_delay, previous_interval = signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-3), _REPEAT)
     try:
         yield
     finally:

@@ -1,8 +1,14 @@
 """One registry for every workload generator and adversary family, by name.
 
+Generators register themselves on import (the ``register`` decorator): :mod:`kvtheory.workloads` imports
+its generator modules, and the public API (``import kvtheory``, which any import of a kvtheory module
+runs first) imports :mod:`adversaries`, so every name is known before ``generate`` runs, and this module
+imports nothing above it.
+
 A generator is a plain function ``f(*, seed: int, **params) -> Workload`` whose keyword parameters all
 have defaults; the annotations of those defaults tell the command line how to parse ``key=value``
-(``int``, ``float``, ``str``, ``bool``, or ``list[int]``/``list[float]`` written as ``1,2,3``).
+(``int``, ``float``, ``str``, ``bool``, or ``list[int]``/``list[float]`` written as ``1,2,3`` or
+``[1, 2, 3]``; see :func:`kvtheory.params.parse_value`).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from dataclasses import dataclass
 
 from kvtheory.errors import InputError
 from kvtheory.model.workload import Workload
+from kvtheory.params import parse_value
 
 
 @dataclass(frozen=True)
@@ -45,32 +52,12 @@ def register(name: str, kind: str = "workload") -> Callable:
     return decorate
 
 
-def _convert(name: str, text: str, annotation) -> object:
-    origin = typing.get_origin(annotation)
-    try:
-        if origin in (list, tuple):
-            (item,) = set(typing.get_args(annotation)) - {Ellipsis}
-            return [item(part) for part in text.split(",") if part.strip()]
-        if annotation is bool:
-            if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                raise ValueError
-            return text.lower() in ("true", "1", "yes")
-        return annotation(text)
-    except (TypeError, ValueError):
-        raise InputError(
-            f"parameter {name}={text!r} is not a valid {getattr(annotation, '__name__', annotation)}"
-        ) from None
-
-
 def generate(name: str, params: Mapping[str, object] | None = None, *, seed: int = 0) -> Workload:
     """Run generator ``name`` with ``params`` (strings are parsed by the parameter's annotation).
 
     >>> len(generate("paging", {"pages": "3", "requests": "10"}, seed=1))
     10
     """
-    import adversaries  # noqa: F401  (registers the adversary families)
-    import kvtheory.workloads  # noqa: F401  (registers the workload generators)
-
     if name not in GENERATORS:
         raise InputError(f"unknown generator {name!r}; known: {', '.join(sorted(GENERATORS))}")
     generator = GENERATORS[name]
@@ -80,5 +67,5 @@ def generate(name: str, params: Mapping[str, object] | None = None, *, seed: int
     for key, value in (params or {}).items():
         if key not in accepted:
             raise InputError(f"{name} takes no parameter {key!r}; it takes: {', '.join(accepted)}")
-        kwargs[key] = _convert(key, value, hints.get(key, str)) if isinstance(value, str) else value
+        kwargs[key] = parse_value(key, value, hints.get(key, str)) if isinstance(value, str) else value
     return generator.function(seed=seed, **kwargs)
