@@ -22,9 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: text that points outside the repository (written in pieces so that this file does not contain it)
 FORBIDDEN = ("MODEL" + ".md", "shared" + "/spec", ".." + "/shared", "/work" + "/")
 
-CITATION = re.compile(
-    r"(?<![\w/.\-])docs/(?P<file>[\w\-]+(?:/[\w\-]+)*\.md)(?P<anchor>#[\w\-]*)?(?=(?P<rest>[^\n]*))"
-)
+CITATION = re.compile(r"(?<![\w/.\-])docs/(?P<file>[\w\-]+(?:/[\w\-]+)*\.md)(?P<anchor>#[\w\-]*)?(?=(?P<rest>[^\n]*))")
 SECTION = re.compile(r"^\s*§\s?(?P<section>.*)")
 LINK = re.compile(r"\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
 HEADING = re.compile(r"^(?P<hashes>#{1,6})\s+(?P<text>.+?)\s*#*\s*$")
