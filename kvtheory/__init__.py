@@ -31,6 +31,7 @@ from kvtheory.policies import (
     RandomLeaf,
     TokenLRU,
     policy_class,
+    register_policy,
 )
 from kvtheory.ratio import RatioReport, competitive_ratio, harmonic, steady_ratio
 from kvtheory.simulate import RunResult, run_policy, run_seeds
@@ -79,6 +80,7 @@ __all__ = [
     "generate",
     "harmonic",
     "policy_class",
+    "register_policy",
     "read_workload",
     "run_fif",
     "run_policy",
