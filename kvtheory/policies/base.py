@@ -29,6 +29,12 @@ class EvictionPolicy(ABC):
         self.budget = budget
         self.size = 0
 
+    @classmethod
+    def run_compiled(cls, trie: PrefixTrie, budget: int, batch: int):
+        """Every query's hits (an int64 array) from a compiled core for the whole run, or None when the
+        policy has none for this trie; the simulation then calls ``serve`` batch by batch."""
+        return None
+
     @abstractmethod
     def serve(self, batch: Sequence[int]) -> list[int]:
         """Serve one batch of sequence indices; return each query's hits against the pre-batch cache."""

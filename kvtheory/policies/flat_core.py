@@ -1,0 +1,168 @@
+"""Compiled (numba) cores for flat workloads: every query is one radix edge hanging off the root.
+
+Flat cache traces, the paging adversaries and block traces are millions of such queries, and there the
+per-query Python cost of the general per-edge policies dominates. On a flat trie the dynamic radix tree
+of :class:`~kvtheory.policies.radix.RadixPolicy` is a set of leaves under the root, one per cached edge,
+never split, so one run is a handful of int64 arrays indexed by trie node (cached flag, stamp,
+creation id) and one binary heap of (stamp, creation id) pairs: O(edges + queries) memory.
+
+The kernel reproduces the per-edge policy hit for hit (tests/test_flat_core.py compares them): same
+clock (one tick per batch), same creation ids, same lazy heap semantics, so the same leaf is evicted.
+It covers whole-node eviction (L-LRU), and token-at-a-time eviction (token-LRU, FIFO-leaf) when every
+edge holds one token, where evicting a token is evicting its leaf. numba is a required dependency:
+there is no interpreted fallback; the per-edge classes serve every other trie.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from kvtheory.model.trie import PrefixTrie
+
+
+def flat_trie_arrays(trie: PrefixTrie) -> tuple[np.ndarray, np.ndarray] | None:
+    """(end node of each query, edge length of each node) if every trie node hangs off the root, else None."""
+    parent = np.asarray(trie.parent, dtype=np.int64)
+    if parent.size > 1 and np.any(parent[1:] != 0):
+        return None
+    return np.asarray(trie.end, dtype=np.int64), np.asarray(trie.edge_len, dtype=np.int64)
+
+
+# -- a binary min-heap of (a, b) int64 pairs, in two arrays plus a size cell ----------------------------
+@njit(cache=True)
+def heap_less(ha, hb, i, j):
+    return ha[i] < ha[j] or (ha[i] == ha[j] and hb[i] < hb[j])
+
+
+@njit(cache=True)
+def heap_push(ha, hb, size, a, b):
+    i = size[0]
+    size[0] += 1
+    ha[i] = a
+    hb[i] = b
+    while i > 0:
+        up = (i - 1) // 2
+        if heap_less(ha, hb, i, up):
+            ha[i], ha[up] = ha[up], ha[i]
+            hb[i], hb[up] = hb[up], hb[i]
+            i = up
+        else:
+            break
+
+
+@njit(cache=True)
+def heap_pop(ha, hb, size):
+    n = size[0] - 1
+    size[0] = n
+    ha[0] = ha[n]
+    hb[0] = hb[n]
+    i = 0
+    while True:
+        left = 2 * i + 1
+        if left >= n:
+            break
+        best = left
+        if left + 1 < n and heap_less(ha, hb, left + 1, left):
+            best = left + 1
+        if heap_less(ha, hb, best, i):
+            ha[i], ha[best] = ha[best], ha[i]
+            hb[i], hb[best] = hb[best], hb[i]
+            i = best
+        else:
+            break
+
+
+@njit(cache=True)
+def flat_radix_run(ends, edge_len, budget, batch, refresh):
+    """Serve ``ends`` (the edge of each query) in batches of ``batch``; return each query's hits.
+
+    Mirrors RadixPolicy.serve on a flat trie with whole-leaf eviction: per batch the clock ticks, cached
+    edges of the batch are refreshed (if ``refresh``) and locked, leaves are evicted in (stamp, cid) order
+    until the batch's missing tokens fit, then missing edges become new leaves (cid + 1 each) and hit
+    edges are pushed again with their current stamp. Raises if the footprint cannot fit.
+    """
+    n = ends.size
+    n_nodes = edge_len.size
+    hits = np.zeros(n, dtype=np.int64)
+    cid_of = np.zeros(n_nodes, dtype=np.int64)  # creation id of v's leaf, 0 if v is not cached
+    stamp = np.zeros(n_nodes, dtype=np.int64)
+    locked = np.zeros(n_nodes, dtype=np.int64)  # the clock of the batch that last walked v
+    seen = np.zeros(n_nodes, dtype=np.int64)  # the clock of the batch that last counted v's misses
+    node_of_cid = np.zeros(n + 1, dtype=np.int64)
+    capacity = 2 * n + 1
+    ha = np.empty(capacity, dtype=np.int64)
+    hb = np.empty(capacity, dtype=np.int64)
+    size = np.zeros(1, dtype=np.int64)
+    aside_a = np.empty(batch + 1, dtype=np.int64)
+    aside_b = np.empty(batch + 1, dtype=np.int64)
+    cached_tokens = 0
+    next_cid = 0
+    clock = 0
+    for start in range(0, n, batch):
+        stop = min(start + batch, n)
+        clock += 1
+        missing = 0
+        for j in range(start, stop):
+            v = ends[j]
+            if cid_of[v] != 0:
+                if refresh:
+                    stamp[v] = clock
+                locked[v] = clock
+                hits[j] = edge_len[v]
+            elif seen[v] != clock:
+                seen[v] = clock
+                missing += edge_len[v]
+        overflow = cached_tokens + missing - budget
+        n_aside = 0
+        while overflow > 0:
+            if size[0] == 0:
+                raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
+            s, c = ha[0], hb[0]
+            v = node_of_cid[c]
+            if cid_of[v] != c or stamp[v] != s:
+                heap_pop(ha, hb, size)
+                continue
+            if locked[v] == clock:
+                heap_pop(ha, hb, size)
+                if n_aside == aside_a.size:
+                    aside_a = np.concatenate((aside_a, np.empty(aside_a.size, dtype=np.int64)))
+                    aside_b = np.concatenate((aside_b, np.empty(aside_b.size, dtype=np.int64)))
+                aside_a[n_aside] = s
+                aside_b[n_aside] = c
+                n_aside += 1
+                continue
+            heap_pop(ha, hb, size)
+            cid_of[v] = 0
+            cached_tokens -= edge_len[v]
+            overflow -= edge_len[v]
+        for i in range(n_aside):
+            heap_push(ha, hb, size, aside_a[i], aside_b[i])
+        for j in range(start, stop):
+            v = ends[j]
+            if cid_of[v] != 0:
+                if refresh:
+                    stamp[v] = clock
+            else:
+                next_cid += 1
+                cid_of[v] = next_cid
+                node_of_cid[next_cid] = v
+                stamp[v] = clock
+                cached_tokens += edge_len[v]
+            if size[0] == ha.size:
+                ha = np.concatenate((ha, np.empty(ha.size, dtype=np.int64)))
+                hb = np.concatenate((hb, np.empty(hb.size, dtype=np.int64)))
+            heap_push(ha, hb, size, stamp[v], cid_of[v])
+    return hits
+
+
+def run_flat_radix(trie: PrefixTrie, budget: int, batch: int, *, refresh: bool) -> np.ndarray:
+    """Hits of each query under whole-leaf radix eviction on a flat trie (see :func:`flat_radix_run`)."""
+    arrays = flat_trie_arrays(trie)
+    if arrays is None:
+        raise ValueError("run_flat_radix needs a flat trie (every query one edge off the root)")
+    ends, edge_len = arrays
+    try:
+        return flat_radix_run(ends, edge_len, int(budget), int(batch), bool(refresh))
+    except RuntimeError as exc:
+        raise RuntimeError(str(exc)) from None
