@@ -6,7 +6,11 @@ import numpy as np
 import pytest
 
 from kvtheory import Workload
+from kvtheory.errors import InputError
+from kvtheory.model import workload as workload_module
 from kvtheory.model.batches import batches
+from kvtheory.model.trie import PrefixTrie
+from kvtheory.model.workload import read_workload
 from kvtheory.optimum.fif import FurthestInFuture, run_fif
 from kvtheory.optimum.flat_fif import run_flat_fif
 from kvtheory.policies import policy_class
@@ -60,3 +64,48 @@ def test_fif_core_matches_per_edge_fif():
         assert fast.query_hits.tolist() == slow
         kept = run_flat_fif(workload.trie, budget, batch)[1]
         assert {v: int(k) for v, k in enumerate(kept) if k} == fif.kept()
+
+
+def test_one_token_trie_is_the_general_construction():
+    rng = np.random.default_rng(3)
+    for _ in range(100):
+        arrays = [np.array([x], dtype=np.int64) for x in rng.integers(-5, 20, size=int(rng.integers(1, 30)))]
+        fast = PrefixTrie(arrays)
+        general = PrefixTrie.__new__(PrefixTrie)
+        general._build(arrays)
+        for name in ("parent", "depth", "edge_len", "children", "end", "tin", "tout"):
+            assert getattr(fast, name) == getattr(general, name)
+
+
+def test_bulk_reader_reads_as_the_checked_reader(tmp_path, monkeypatch):
+    rng = np.random.default_rng(5)
+    bulk_used = 0
+    for trial in range(150):
+        lines = []
+        for _ in range(int(rng.integers(1, 8))):
+            if rng.random() < 0.15:
+                lines.append("")
+            else:
+                digits = 10 ** int(rng.integers(1, 19))
+                tokens = rng.integers(0, digits, size=int(rng.integers(1, 4)))
+                lines.append('{"tokens":[' + ",".join(str(int(x)) for x in tokens) + "]}")
+        if rng.random() < 0.2:  # a line the bulk reader must leave to the checked one
+            lines.append(
+                rng.choice(['{"tokens": [1]}', '{"tokens":[01]}', '{"tokens":[]}', '{"tokens":[1],"arrival":2}'])
+            )
+        path = tmp_path / f"w{trial}.jsonl"
+        path.write_text("\n".join(lines) + ("\n" if rng.random() < 0.5 else ""))
+        bulk_used += workload_module._read_plain(path.read_bytes(), path) is not None
+
+        def outcome(path=path):
+            try:
+                w = read_workload(path)
+            except InputError as exc:
+                return str(exc)
+            return [q.tokens.tolist() for q in w], w.lines, w.source
+
+        fast = outcome()
+        with monkeypatch.context() as patched:
+            patched.setattr(workload_module, "_read_plain", lambda data, path: None)
+            assert outcome() == fast
+    assert bulk_used > 50
