@@ -72,7 +72,7 @@ def run_policy(
     """
     validate(workload, budget, batch)
     cls = policy_class(policy) if isinstance(policy, str) else policy
-    hits = cls.run_compiled(workload.trie, budget, batch)
+    hits = cls.run_compiled(workload.trie, budget, batch, seed)
     if hits is not None:
         return result_of(workload, budget, cls.name, batch, seed, hits)
     return drive(workload, budget, cls(workload.trie, budget, seed=seed), cls.name, batch, seed)

@@ -30,12 +30,12 @@ def _flat_instances(seed: int, count: int, max_edge: int):
         yield Workload.from_token_lists(queries), int(rng.integers(need, need + 8)), batch
 
 
-def _per_edge_hits(workload, budget, name, batch):
+def _per_edge_hits(workload, budget, name, batch, seed=None):
     cls = policy_class(name)
-    return drive(workload, budget, cls(workload.trie, budget), name, batch, None).query_hits
+    return drive(workload, budget, cls(workload.trie, budget, seed=seed), name, batch, seed).query_hits
 
 
-@pytest.mark.parametrize(("name", "max_edge"), [("lru", 3), ("token-lru", 1), ("fifo", 1)])
+@pytest.mark.parametrize(("name", "max_edge"), [("lru", 3), ("token-lru", 1), ("fifo", 1), ("lfu", 3)])
 def test_radix_core_matches_per_edge_policy(name, max_edge):
     evicted_somewhere = False
     for workload, budget, batch in _flat_instances(7, 150, max_edge):
@@ -48,12 +48,32 @@ def test_radix_core_matches_per_edge_policy(name, max_edge):
     assert evicted_somewhere
 
 
+@pytest.mark.parametrize("name", ["rlt", "random-leaf"])
+def test_sampler_core_matches_per_edge_policy_draw_for_draw(name):
+    for index, (workload, budget, batch) in enumerate(_flat_instances(13, 150, 3)):
+        assert policy_class(name).run_compiled(workload.trie, budget, batch, index) is not None
+        fast = run_policy(workload, budget, name, batch=batch, seed=index)
+        slow = _per_edge_hits(workload, budget, name, batch, seed=index)
+        assert fast.query_hits.tolist() == slow.tolist()
+
+
+def test_sampler_core_matches_on_long_runs_with_many_phases():
+    rng = np.random.default_rng(17)
+    pages = rng.zipf(1.3, size=3000) % 200
+    workload = Workload.from_token_lists([[int(p)] for p in pages])
+    for name in ("rlt", "random-leaf"):
+        for budget in (5, 40):
+            fast = run_policy(workload, budget, name, seed=budget)
+            assert fast.query_hits.tolist() == _per_edge_hits(workload, budget, name, 1, seed=budget).tolist()
+
+
 def test_radix_core_not_used_where_it_does_not_apply():
     nested = Workload.from_token_lists([[1, 2], [1, 3], [1]])
     assert policy_class("lru").run_compiled(nested.trie, 4, 1) is None
     long_edges = Workload.from_token_lists([[1, 2], [3, 4]])
     assert policy_class("token-lru").run_compiled(long_edges.trie, 4, 1) is None
-    assert policy_class("rlt").run_compiled(long_edges.trie, 4, 1) is None
+    assert policy_class("rlt").run_compiled(nested.trie, 4, 1) is None
+    assert policy_class("lfu").run_compiled(nested.trie, 4, 1) is None
 
 
 def test_fif_core_matches_per_edge_fif():

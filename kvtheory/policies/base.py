@@ -30,7 +30,7 @@ class EvictionPolicy(ABC):
         self.size = 0
 
     @classmethod
-    def run_compiled(cls, trie: PrefixTrie, budget: int, batch: int):
+    def run_compiled(cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None):
         """Every query's hits (an int64 array) from a compiled core for the whole run, or None when the
         policy has none for this trie; the simulation then calls ``serve`` batch by batch."""
         return None

@@ -114,7 +114,7 @@ class RadixPolicy(EvictionPolicy):
 
     # -- the policy interface ---------------------------------------------------------------------
     @classmethod
-    def run_compiled(cls, trie: PrefixTrie, budget: int, batch: int) -> np.ndarray | None:
+    def run_compiled(cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None) -> np.ndarray | None:
         """Every query's hits from the compiled flat core (:mod:`kvtheory.policies.flat_core`) when it
         applies: the class opted in (``compiled_flat`` set on the class itself, so a subclass that changes
         the rule is never run by it), the trie is flat, and evictions are whole leaves (``whole_node``, or
