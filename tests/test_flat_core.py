@@ -14,7 +14,7 @@ from kvtheory.model.workload import read_workload
 from kvtheory.optimum.fif import FurthestInFuture, run_fif
 from kvtheory.optimum.flat_fif import run_flat_fif
 from kvtheory.policies import policy_class
-from kvtheory.policies.flat_core import flat_trie_arrays
+from kvtheory.policies.base import flat_trie_arrays
 from kvtheory.simulate import drive, run_policy
 
 

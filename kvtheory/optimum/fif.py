@@ -29,10 +29,8 @@ from collections.abc import Sequence
 from kvtheory.model.batches import batches, validate
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.model.workload import Workload
-from kvtheory.optimum.flat_fif import run_flat_fif
 from kvtheory.optimum.water_level import WaterLevel
-from kvtheory.policies.base import EvictionPolicy
-from kvtheory.policies.flat_core import flat_trie_arrays
+from kvtheory.policies.base import EvictionPolicy, flat_trie_arrays
 from kvtheory.simulate import RunResult, drive, result_of
 
 
@@ -133,6 +131,8 @@ def run_fif(workload: Workload, budget: int, *, batch: int = 1) -> RunResult:
     """
     validate(workload, budget, batch)
     if flat_trie_arrays(workload.trie) is not None:  # every query one edge: the compiled core
+        from kvtheory.optimum.flat_fif import run_flat_fif  # numba, imported by the runs that use it
+
         return result_of(workload, budget, "fif", batch, None, run_flat_fif(workload.trie, budget, batch)[0])
     fif = FurthestInFuture(workload.trie, budget, batches(len(workload), batch))
     return drive(workload, budget, fif, "fif", batch, None)

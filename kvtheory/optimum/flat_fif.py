@@ -16,7 +16,8 @@ import numpy as np
 from numba import njit
 
 from kvtheory.model.trie import PrefixTrie
-from kvtheory.policies.flat_core import flat_trie_arrays, heap_pop, heap_push
+from kvtheory.policies.base import flat_trie_arrays
+from kvtheory.policies.compiled.flat import heap_pop, heap_push
 
 
 @njit(cache=True)

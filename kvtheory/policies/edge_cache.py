@@ -12,8 +12,7 @@ from collections.abc import Collection, Sequence
 import numpy as np
 
 from kvtheory.model.trie import PrefixTrie
-from kvtheory.policies.base import EvictionPolicy
-from kvtheory.policies.flat_core import flat_trie_arrays, run_flat_sampler
+from kvtheory.policies.base import EvictionPolicy, flat_trie_arrays
 
 _MIN_BLOCK = 256
 _SCAN_LIMIT = 64
@@ -92,6 +91,8 @@ class LeafTokenSampler(EdgeCache):
         opted in (``compiled_flat`` on the class itself) and the trie is flat; None otherwise."""
         if not cls.__dict__.get("compiled_flat", False) or flat_trie_arrays(trie) is None:
             return None
+        from kvtheory.policies.compiled.flat import run_flat_sampler
+
         return run_flat_sampler(trie, budget, batch, seed, marking=cls.marking, min_block=_MIN_BLOCK)
 
     # -- marks and the candidate pool -------------------------------------------------------------

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies import register_policy
+from kvtheory.policies.base import flat_trie_arrays
 from kvtheory.policies.edge_cache import EdgeCache
-from kvtheory.policies.flat_core import flat_trie_arrays, run_flat_lfu
 
 
 @register_policy
@@ -27,6 +27,8 @@ class LeafLFU(EdgeCache):
         itself, not a subclass that may change the rule); None otherwise."""
         if cls is not LeafLFU or flat_trie_arrays(trie) is None:
             return None
+        from kvtheory.policies.compiled.flat import run_flat_lfu
+
         return run_flat_lfu(trie, budget, batch)
 
     def __init__(self, trie: PrefixTrie, budget: int, *, seed: int | None = None) -> None:
