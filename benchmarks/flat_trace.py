@@ -10,7 +10,8 @@ oracleGeneral binary trace of the same requests (object size 1, so its byte budg
 policy and FIF: the wall time and peak resident memory (VmHWM) of the whole ``kvtheory evict`` /
 ``kvtheory opt --solver fif`` process, numba's first-call compile included whenever its cache is cold
 (``--cold`` empties it first), and the misses. libCacheSim (``pip install -e .[bench]``) is timed the
-same way, as a whole process reading the binary trace; without it its entry says so.
+same way, as a whole process reading the binary trace; without it its entry says so. Each process is
+timed in wall seconds and in CPU seconds (user + sys): on a shared machine the CPU figure is the stable one.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -55,14 +57,19 @@ def write_traces(pages: np.ndarray, folder: str) -> tuple[str, str]:
     return jsonl, binary
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def libcachesim_lru(binary: str, budget: int, requests: int, repeats: int) -> dict:
     try:
         import libcachesim  # noqa: F401
     except ImportError:
         return {"available": False, "note": "libcachesim is not installed: pip install -e .[bench]"}
-    walls, peaks, misses = [], [], None
+    walls, cpus, peaks, misses = [], [], [], None
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _children_cpu()
         done = subprocess.run(
             [sys.executable, "-c", _LIBCACHESIM, binary, str(budget), str(requests)],
             capture_output=True,
@@ -70,12 +77,14 @@ def libcachesim_lru(binary: str, budget: int, requests: int, repeats: int) -> di
             check=True,
         )
         walls.append(time.perf_counter() - start)
+        cpus.append(_children_cpu() - cpu)
         misses = int(done.stdout.split()[0])
         peaks.append(int(done.stderr.split()[-1]) / 1024)
     return {
         "available": True,
         "misses": misses,
         "process_seconds": sorted(walls)[len(walls) // 2],
+        "process_cpu_seconds": sorted(cpus)[len(cpus) // 2],
         "process_peak_rss_mb": max(peaks),
     }
 
@@ -93,16 +102,22 @@ _MEASURED = (
 
 def kvtheory_process(argv: list[str], repeats: int) -> dict:
     """Median wall time, peak resident memory and misses of a whole ``kvtheory`` process."""
-    walls, peaks, misses = [], [], None
+    walls, cpus, peaks, misses = [], [], [], None
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _children_cpu()
         done = subprocess.run([sys.executable, "-c", _MEASURED, *argv], capture_output=True, text=True)
         walls.append(time.perf_counter() - start)
+        cpus.append(_children_cpu() - cpu)
         if done.returncode != 0:
             raise RuntimeError(f"kvtheory {' '.join(argv)} failed: {done.stderr.strip()}")
         misses = int(json.loads(done.stdout)["misses"])
         peaks.append(int(done.stderr.split()[-1]) / 1024)
-    return {"misses": misses, "process_seconds": sorted(walls)[len(walls) // 2], "process_peak_rss_mb": max(peaks)}
+    return {
+        "misses": misses,
+        "process_seconds": sorted(walls)[len(walls) // 2],
+        "process_cpu_seconds": sorted(cpus)[len(cpus) // 2],
+        "process_peak_rss_mb": max(peaks),
+    }
 
 
 def clear_numba_cache() -> None:
@@ -128,11 +143,13 @@ def measure(requests: int, pages: int, alpha: float, budget: int, repeats: int, 
         jsonl, binary = write_traces(trace, folder)
         report["libcachesim_lru"] = libcachesim_lru(binary, budget, requests, repeats)
         reference = report["libcachesim_lru"].get("process_seconds")
+        reference_cpu = report["libcachesim_lru"].get("process_cpu_seconds")
         for name in policies:
             argv = ["opt", "--solver", "fif"] if name == "fif" else ["evict", "--policy", name]
             entry = kvtheory_process([*argv, "--workload", jsonl, "--budget", str(budget), "--json"], repeats)
             if reference:
                 entry["times_libcachesim_lru"] = entry["process_seconds"] / reference
+                entry["cpu_times_libcachesim_lru"] = entry["process_cpu_seconds"] / reference_cpu
             report["policies"][name] = entry
             print(f"{name}: {entry['process_seconds']:.2f}s {entry['process_peak_rss_mb']:.0f} MB", file=sys.stderr)
     return report
