@@ -1,13 +1,18 @@
 """The ``kvtheory`` command line: a thin layer over the public API, one module per subcommand.
 
-Bad input exits with status 2 and one line on stderr; nothing prints a traceback for it.
+Bad input exits with status 2 and one line on stderr; nothing prints a traceback for it. Options are
+checked where argparse reads them (``kvtheory.cli.options``). Ctrl-C and SIGTERM stop a command with
+"interrupted" and exit status 130 (``opt`` and ``check`` print what they have first).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
 
 from kvtheory.cli import assumptions, check, costmodel, demo, evict, generate, opt, plot, ratio, route, sweep
 from kvtheory.errors import InputError
@@ -30,11 +35,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminated(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """SIGTERM (what a scheduler sends before killing) stops a command as Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.run(args) or 0
+        with _sigterm_interrupts():
+            return args.run(args) or 0
     except InputError as exc:
         print(f"kvtheory {args.command}: error: {exc}", file=sys.stderr)
         return 2
@@ -44,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except OSError as exc:  # the system refused (disk full, permissions): one line, not a traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"kvtheory {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

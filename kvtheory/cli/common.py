@@ -7,14 +7,17 @@ import sys
 
 import orjson
 
+from kvtheory.cli import options
 from kvtheory.errors import InputError
 
 
 def add_workload_options(parser: argparse.ArgumentParser, *, batch: bool = True) -> None:
     parser.add_argument("--workload", required=True, metavar="FILE", help="JSON Lines workload file")
-    parser.add_argument("--budget", required=True, type=int, metavar="B", help="cache budget B in tokens")
+    parser.add_argument("--budget", required=True, type=options.budget, metavar="B", help="cache budget B in tokens")
     if batch:
-        parser.add_argument("--batch", type=int, default=1, metavar="BETA", help="batch size beta (default 1)")
+        parser.add_argument(
+            "--batch", type=options.batch, default=1, metavar="BETA", help="batch size beta (default 1)"
+        )
 
 
 def add_json_option(parser: argparse.ArgumentParser) -> None:

@@ -4,6 +4,9 @@ routing + eviction makespan optimum on small instances, and its lower bounds on 
 
 from __future__ import annotations
 
+import sys
+
+from kvtheory.cli import options
 from kvtheory.cli.common import add_json_option, emit
 from kvtheory.cli.route import add_cluster_options, build_cluster
 from kvtheory.errors import InputError
@@ -16,23 +19,42 @@ SOLVERS = ("fif", "mip", "highs")
 def register(commands) -> None:
     parser = commands.add_parser("opt", help="exact offline optimum (FIF, or a MIP through PuLP)")
     parser.add_argument("--workload", required=True, metavar="FILE", help="JSON Lines workload file")
-    parser.add_argument("--budget", type=int, metavar="B", help="cache budget B in tokens (per worker)")
-    parser.add_argument("--batch", type=int, default=1, metavar="BETA", help="batch size beta (default 1)")
+    parser.add_argument("--budget", type=options.budget, metavar="B", help="cache budget B in tokens (per worker)")
+    parser.add_argument("--batch", type=options.batch, default=1, metavar="BETA", help="batch size beta (default 1)")
     parser.add_argument("--solver", default="fif", help="fif (exact, O(T log T)), mip (CBC) or highs")
     parser.add_argument("--formulation", default="edge", choices=("edge", "token"), help="MIP formulation")
-    parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS", help="MIP time limit")
-    parser.add_argument("--workers", type=int, metavar="M", help="several workers: the joint makespan optimum")
-    parser.add_argument("--output-len", type=int, metavar="N", help="with --workers: output tokens per query")
+    parser.add_argument("--time-limit", type=options.seconds, default=None, metavar="SECONDS", help="MIP time limit")
+    parser.add_argument(
+        "--workers", type=options.workers, metavar="M", help="several workers: the joint makespan optimum"
+    )
+    parser.add_argument(
+        "--output-len", type=options.tokens, metavar="N", help="with --workers: output tokens per query"
+    )
     add_cluster_options(parser, budget=False)
     add_json_option(parser)
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
+    """Ctrl-C or SIGTERM during a MIP solve: print what the solver had (status "interrupted",
+    incumbent and bound if any) and exit 130 (``kvtheory.optimum.interrupt``)."""
+    from kvtheory.optimum.interrupt import stoppable
+
+    with stoppable():
+        return _run(args)
+
+
+def _finish(record: dict, as_json: bool) -> int:
+    emit(record, as_json)
+    if record.get("status") == "interrupted":
+        print("kvtheory opt: interrupted; the result above is what the solver had", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _run(args) -> int:
     if args.solver not in SOLVERS:
         raise InputError(f"unknown solver {args.solver!r}; known solvers: {', '.join(SOLVERS)}")
-    if args.time_limit is not None and args.time_limit <= 0:
-        raise InputError(f"--time-limit must be positive, got {args.time_limit}")
     if args.workers is not None:
         return _several_workers(args)
     if args.budget is None:
@@ -54,8 +76,7 @@ def run(args) -> int:
             formulation=args.formulation,
         )
         record = result.to_dict()
-    emit(record, args.json)
-    return 0
+    return _finish(record, args.json)
 
 
 def _several_workers(args) -> int:
@@ -75,5 +96,4 @@ def _several_workers(args) -> int:
         time_limit=args.time_limit,
         formulation=args.formulation,
     )
-    emit(record, args.json)
-    return 0
+    return _finish(record, args.json)

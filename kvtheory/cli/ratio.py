@@ -4,6 +4,7 @@ for instances too large to solve, over its best lower bound."""
 
 from __future__ import annotations
 
+from kvtheory.cli import options
 from kvtheory.cli.common import add_json_option, emit, parse_params
 from kvtheory.cli.route import add_cluster_options, build_cluster
 from kvtheory.errors import InputError
@@ -18,25 +19,29 @@ def register(commands) -> None:
     source.add_argument("--workload", metavar="FILE", help="JSON Lines workload file")
     source.add_argument("--adversary", metavar="NAME", help="a generator or adversary family instead of a file")
     parser.add_argument("--param", action="append", metavar="KEY=VALUE", help="adversary parameter (repeatable)")
-    parser.add_argument("--budget", type=int, metavar="B", help="cache budget B in tokens (per worker)")
-    parser.add_argument("--batch", type=int, default=1, metavar="BETA", help="batch size beta (default 1)")
+    parser.add_argument("--budget", type=options.budget, metavar="B", help="cache budget B in tokens (per worker)")
+    parser.add_argument("--batch", type=options.batch, default=1, metavar="BETA", help="batch size beta (default 1)")
     parser.add_argument("--policy", help="online eviction policy (one worker)")
-    parser.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
-    parser.add_argument("--seeds", type=int, default=1, metavar="N", help="randomized policies: N seeds")
-    parser.add_argument("--workers", type=int, metavar="M", help="several workers: a router's makespan ratio")
+    parser.add_argument("--seed", type=options.seed, default=0, help="first seed (default 0)")
+    parser.add_argument("--seeds", type=options.runs, default=1, metavar="N", help="randomized policies: N seeds")
+    parser.add_argument(
+        "--workers", type=options.workers, metavar="M", help="several workers: a router's makespan ratio"
+    )
     parser.add_argument("--router", help="with --workers: the router to measure")
     parser.add_argument("--eviction", default="lru", metavar="POLICY", help="with --workers: eviction (default lru)")
     parser.add_argument("--router-opt", action="append", metavar="KEY=VALUE", help="router option (repeatable)")
-    parser.add_argument("--output-len", type=int, metavar="N", help="with --workers: output tokens per query")
-    parser.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS", help="joint MIP time limit")
+    parser.add_argument(
+        "--output-len", type=options.tokens, metavar="N", help="with --workers: output tokens per query"
+    )
+    parser.add_argument(
+        "--time-limit", type=options.seconds, default=60.0, metavar="SECONDS", help="joint MIP time limit"
+    )
     add_cluster_options(parser, budget=False)
     add_json_option(parser)
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
-    if args.seeds < 1:
-        raise InputError(f"--seeds must be at least 1, got {args.seeds}")
     if args.workload:
         if args.param:
             raise InputError("--param goes with --adversary, not with --workload")

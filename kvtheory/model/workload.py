@@ -7,6 +7,9 @@ shared :mod:`kvtheory.model.records`) and names the line of the first error.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -123,13 +126,29 @@ def read_workload(path: str | Path) -> Workload:
 
 
 def write_workload(workload: Workload, path: str | Path) -> None:
-    """Write a workload as JSON Lines (the inverse of :func:`read_workload`)."""
-    with open(path, "wb") as handle:
-        for query in workload:
-            record: dict = {"tokens": query.tokens}
-            if query.arrival is not None:
-                record["arrival"] = query.arrival
-            if query.output_len is not None:
-                record["output_len"] = query.output_len
-            handle.write(orjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY))
-            handle.write(b"\n")
+    """Write a workload as JSON Lines (the inverse of :func:`read_workload`).
+
+    The file is written beside ``path`` under a temporary name and then renamed over it, so a reader (or
+    a second writer of the same path, as two ``kvtheory check`` runs saving one counterexample) sees the
+    old file or the new one, whole, never a mix or a torn line.
+    """
+    path = Path(path)
+    handle = tempfile.NamedTemporaryFile("wb", dir=path.parent, prefix=f".{path.name}.", delete=False)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(handle.fileno(), 0o666 & ~umask)  # the mode open() would give, not mkstemp's 0600
+        with handle:
+            for query in workload:
+                record: dict = {"tokens": query.tokens}
+                if query.arrival is not None:
+                    record["arrival"] = query.arrival
+                if query.output_len is not None:
+                    record["output_len"] = query.output_len
+                handle.write(orjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY))
+                handle.write(b"\n")
+        os.replace(handle.name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(handle.name)
+        raise

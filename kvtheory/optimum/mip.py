@@ -28,6 +28,8 @@ Solvers: PuLP's bundled CBC, or HiGHS (``pip install kvtheory[highs]``). Misses 
 absolute gap below 1 proves optimality and a lower bound may be rounded up. A run stopped by its time
 limit reports status ``time_limit`` (with its incumbent and the solver's proven bound) or
 ``no_solution``; it is ``optimal`` only if its bound, rounded up, already meets the incumbent (a proof).
+Inside :func:`kvtheory.optimum.interrupt.stoppable`, a solve stopped by SIGINT or SIGTERM reports
+``interrupted`` with what the solver had (see that module).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ import pulp
 from kvtheory.errors import InputError
 from kvtheory.model.trie import ROOT, PrefixTrie
 from kvtheory.model.workload import Workload
+from kvtheory.optimum import interrupt
 from kvtheory.simulate import batches, run_fif, validate
 
 SOLVERS = ("cbc", "highs")
@@ -118,7 +121,9 @@ def _check_formulation(formulation: str) -> None:
 
 
 def _solve(prob: pulp.LpProblem, solver: str, time_limit: float | None, *, mip: bool, gap_abs: float) -> _Outcome:
-    """Minimise ``prob`` (whose objective has no constant term)."""
+    """Minimise ``prob`` (whose objective has no constant term); stoppable by a signal (``interrupt``)."""
+    if interrupt.stop_requested():
+        return _Outcome("interrupted", None, None)
     if solver == "highs":
         return _solve_highs(prob, time_limit, mip=mip, gap_abs=gap_abs)
     return _solve_cbc(prob, time_limit, mip=mip, gap_abs=gap_abs)
@@ -147,8 +152,8 @@ def _stdout_silenced():
 def _solve_highs(prob: pulp.LpProblem, time_limit: float | None, *, mip: bool, gap_abs: float) -> _Outcome:
     import highspy
 
-    with _stdout_silenced():  # highspy prints a banner on the C stdout even with msg=False
-        prob.solve(pulp.HiGHS(msg=False, mip=mip, timeLimit=time_limit, gapAbs=gap_abs, gapRel=0.0))
+    with _stdout_silenced(), interrupt.solving():  # highspy prints a banner on the C stdout even with msg=False
+        prob.solve(interrupt.HiGHS(msg=False, mip=mip, timeLimit=time_limit, gapAbs=gap_abs, gapRel=0.0))
     highs = prob.solverModel
     info = highs.getInfo()
     model_status = highs.getModelStatus()
@@ -159,6 +164,8 @@ def _solve_highs(prob: pulp.LpProblem, time_limit: float | None, *, mip: bool, g
     if model_status == highspy.HighsModelStatus.kOptimal:
         return _Outcome("optimal", objective, info.mip_dual_bound if mip else objective)
     bound = info.mip_dual_bound if mip and math.isfinite(info.mip_dual_bound) else None
+    if model_status == highspy.HighsModelStatus.kInterrupt or interrupt.stop_requested():
+        return _Outcome("interrupted", objective, bound)
     return _Outcome("time_limit" if has_incumbent else "no_solution", objective, bound)
 
 
@@ -186,17 +193,29 @@ def _solve_cbc(prob: pulp.LpProblem, time_limit: float | None, *, mip: bool, gap
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             command = pulp.PULP_CBC_CMD(msg=False, mip=mip, timeLimit=time_limit, gapAbs=gap_abs, logPath=log_path)
-        prob.solve(command)
+        killed = False
+        with interrupt.solving(child="cbc"):
+            try:
+                prob.solve(command)
+            except pulp.PulpSolverError:  # CBC was killed: no solution file
+                if not interrupt.stop_requested():
+                    raise
+                killed = True
         with open(log_path) as log:
             text = log.read()
     finally:
         os.unlink(log_path)
+    if killed:  # prob still holds an earlier solve's status and values
+        return _Outcome("interrupted", None, _cbc_bound(text))
     if prob.status == pulp.LpStatusInfeasible:
         return _Outcome("infeasible", None, None)
     if prob.sol_status == pulp.LpSolutionOptimal:
         objective = _linear_value(prob)
         return _Outcome("optimal", objective, objective)
     bound = _cbc_bound(text)
+    if interrupt.stop_requested():
+        has_incumbent = prob.sol_status == pulp.LpSolutionIntegerFeasible
+        return _Outcome("interrupted", _linear_value(prob) if has_incumbent else None, bound)
     if prob.sol_status == pulp.LpSolutionIntegerFeasible:
         return _Outcome("time_limit", _linear_value(prob), bound)
     return _Outcome("no_solution", None, bound)
@@ -428,7 +447,8 @@ def solve_mip(
     misses = None if outcome.objective is None else round(offset + outcome.objective)
     bound = None if outcome.bound is None else float(math.ceil(offset + outcome.bound - 1e-6))
     status = outcome.status
-    if status == "optimal" or (status == "time_limit" and bound is not None and bound >= misses):
+    proven = misses is not None and bound is not None and bound >= misses
+    if status == "optimal" or (status in ("time_limit", "interrupted") and proven):
         status, bound = "optimal", float(misses)
     return OptResult(
         solver=solver,
