@@ -63,7 +63,7 @@ class Int:
 
 @dataclass(frozen=True)
 class Number:
-    """A JSON integer or finite float in [lo, hi], returned as a float."""
+    """A JSON integer or finite float in [lo, hi] (returned as it is: an int stays an int)."""
 
     what: str
     lo: float = -math.inf
@@ -72,7 +72,7 @@ class Number:
     def check(self, name: str, value, where: str):
         if type(value) not in (int, float) or not math.isfinite(value) or not self.lo <= value <= self.hi:
             raise InputError(f"{where}: '{name}' must be {self.what}, got {show(value)}")
-        return float(value)
+        return value
 
 
 @dataclass(frozen=True)

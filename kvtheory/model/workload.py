@@ -101,7 +101,8 @@ QUERY_RECORD = RecordType(
 def parse_query_line(line: bytes | str, where: str) -> Query:
     """Parse and validate one JSON Lines record; ``where`` (e.g. ``"w.jsonl:7"``) prefixes errors."""
     record = QUERY_RECORD.parse(line, where)
-    return Query(record["tokens"], record.get("arrival"), record.get("output_len"))
+    arrival = record.get("arrival")
+    return Query(record["tokens"], None if arrival is None else float(arrival), record.get("output_len"))
 
 
 def read_workload(path: str | Path) -> Workload:
