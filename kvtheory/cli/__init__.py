@@ -20,11 +20,16 @@ from kvtheory.errors import InputError
 SUBCOMMANDS = [generate, evict, opt, ratio, sweep, plot, costmodel, route, check, assumptions, demo]
 
 
+def one_line(text: str) -> str:
+    """``text`` with line breaks escaped, so that an error stays one line whatever a path or value holds."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
 class _OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr and exit status 2."""
 
     def error(self, message: str) -> None:  # noqa: D401 - argparse's hook
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         with _sigterm_interrupts():
             return args.run(args) or 0
     except InputError as exc:
-        print(f"kvtheory {args.command}: error: {exc}", file=sys.stderr)
+        print(f"kvtheory {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"kvtheory {args.command}: interrupted", file=sys.stderr)
@@ -67,10 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
-    except OSError as exc:  # the system refused (disk full, permissions): one line, not a traceback
+    except OSError as exc:  # a path the system refused (missing, a directory, no permission): one line
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"kvtheory {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
-        return 1
+        print(f"kvtheory {args.command}: error: {one_line(f'{where}{exc.strerror or exc}')}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

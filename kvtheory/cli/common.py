@@ -20,6 +20,17 @@ def add_workload_options(parser: argparse.ArgumentParser, *, batch: bool = True)
         )
 
 
+#: the options that describe several workers (``add_cluster_options``), unused on one worker
+CLUSTER_OPTIONS = ("gpu", "model", "gpus", "models", "a_miss", "a_cached", "decode", "output_len")
+
+
+def reject_unused(args: argparse.Namespace, names, context: str) -> None:
+    """An option that the chosen mode does not read is an InputError, never silently ignored."""
+    for name in names:
+        if getattr(args, name, None) is not None:
+            raise InputError(f"--{name.replace('_', '-')} does not apply {context}")
+
+
 def add_json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 

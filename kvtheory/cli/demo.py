@@ -20,7 +20,7 @@ def run(args) -> int:
     print("\n\n".join(demo_table(result) for result in results))
     try:
         demo_plot(results, args.plot)
-    except OSError as exc:
-        raise InputError(f"{args.plot}: cannot write the plot ({exc.strerror})") from None
+    except (OSError, ValueError) as exc:  # ValueError: matplotlib does not know the file's extension
+        raise InputError(f"{args.plot}: cannot write the plot ({getattr(exc, 'strerror', None) or exc})") from None
     print(f"\nplot written to {args.plot}")
     return 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 from kvtheory.cli import options
-from kvtheory.cli.common import add_json_option, emit
+from kvtheory.cli.common import CLUSTER_OPTIONS, add_json_option, emit, reject_unused
 from kvtheory.cli.route import add_cluster_options, build_cluster
 from kvtheory.errors import InputError
 from kvtheory.model.workload import read_workload
@@ -59,6 +59,7 @@ def _run(args) -> int:
         return _several_workers(args)
     if args.budget is None:
         raise InputError("--budget is required (or --workers M with a cluster)")
+    reject_unused(args, CLUSTER_OPTIONS, "without --workers")
     workload = read_workload(args.workload)
     if args.solver == "fif":
         result = run_fif(workload, args.budget, batch=args.batch)

@@ -92,8 +92,9 @@ def fraction(text: str) -> float:
 
 
 def rate(text: str) -> float:
-    """Queries per second: positive and finite, or ``inf`` (every arrival at 0)."""
-    return _float(text, 0.0, 1e12, "a positive rate in queries per second, or inf", open_low=True, infinite=True)
+    """Queries per second in [1e-9, 1e12] (slower rates would put arrivals past any float), or ``inf``
+    (every arrival at 0)."""
+    return _float(text, 1e-9, 1e12, "a rate in queries per second in [1e-9, 1e12], or inf", infinite=True)
 
 
 def confidence(text: str) -> float:

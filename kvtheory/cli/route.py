@@ -78,6 +78,8 @@ def build_cluster(args, workers: int):
         raise InputError(f"--workers must be a positive integer, got {workers}")
     plain = [name for name in ("a_miss", "a_cached", "decode") if getattr(args, name, None) is not None]
     if not args.gpu and not args.model:
+        if args.gpus or args.models:
+            raise InputError("--gpus and --models (extra cost-model tables) go with --gpu NAME --model NAME")
         if args.budget is None:
             raise InputError(
                 "give --gpu NAME and --model NAME (the cost model), or --budget B with --a-miss/--a-cached"
