@@ -217,7 +217,6 @@ def parse_json(line: bytes | str, where: str):
 
 # -- the fast path for one integer array ----------------------------------------------------------------
 _SENTINEL = b'"\\u0000kvtheory"'  # a JSON string no line of ours contains (checked before use)
-_POWERS_OF_TEN = 10 ** np.arange(1, 19, dtype=np.int64)  # 10 .. 10^18
 
 
 def _fast_array(line: bytes, key: str) -> tuple[np.ndarray, bytes] | None:
@@ -228,27 +227,36 @@ def _fast_array(line: bytes, key: str) -> tuple[np.ndarray, bytes] | None:
     then the array was the value of the top-level ``key`` (not of a nested or a repeated one).
     """
     match = re.search(rb'"' + re.escape(key.encode()) + rb'"[ \t]*:[ \t]*\[', line)
-    if match is None or _SENTINEL in line:
+    if match is None:
         return None
     start = match.end()
     stop = line.find(b"]", start)
     if stop < 0:
         return None
-    text = line[start:stop]
-    if text.translate(None, b"0123456789, \t") or not text.strip(b" \t"):
+    head, text, tail = line[: start - 1], line[start:stop], line[stop + 1 :]
+    if _SENTINEL in head or _SENTINEL in tail:
         return None
+    separators = text.translate(None, b"0123456789")
+    if separators.translate(None, b", \t") or len(separators) == len(text):
+        return None  # a character other than digits, commas and blanks; or no digit at all
     try:
         array = np.fromstring(text, dtype=np.int64, sep=",")
     except ValueError:
         return None
-    if array.size != text.count(b",") + 1 or int(array.max()) == INT64_MAX:  # numpy saturates there
+    if array.size != separators.count(b",") + 1 or int(array.max()) == INT64_MAX:  # numpy saturates there
         return None
-    # As many digits in the text as in the numbers' shortest forms: no leading zero (not JSON), no
-    # number that numpy cut short.
-    digits = len(text) - len(text.translate(None, b"0123456789"))
-    if digits != int(np.searchsorted(_POWERS_OF_TEN, array, side="right").sum()) + array.size:
+    if _leading_zero(text):
         return None
-    return array, line[: start - 1] + _SENTINEL + line[stop + 1 :]
+    return array, head + _SENTINEL + tail
+
+
+def _leading_zero(text: bytes) -> bool:
+    """Whether a number in ``text`` (digits, commas, blanks) starts with 0 and has more digits (not JSON;
+    numpy would read ``007`` as 7)."""
+    chars = np.frombuffer(text, dtype=np.uint8)
+    digit = (chars - ord("0")) < 10  # uint8 wraps below '0'
+    starts = np.concatenate(([True], ~digit[:-1])) & digit  # the first digit of each number
+    return bool(np.any(starts[:-1] & (chars[:-1] == ord("0")) & digit[1:]))
 
 
 # -- record types -------------------------------------------------------------------------------------

@@ -1,0 +1,259 @@
+"""Concurrent use and faults, with real processes: two sweeps on one output, a Dask worker killed mid-sweep,
+and SIGINT / SIGTERM during a sweep, a MIP (``opt``) and ``check``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from kvtheory.experiments.sweep import read_results, run_sweep
+
+CLI = [sys.executable, "-c", "import sys; from kvtheory.cli import main; sys.exit(main(sys.argv[1:]))"]
+# the joint MIP on more queries than `opt --workers` tries by default, so that it runs long enough to stop
+CLI_BIG_MIP = [
+    sys.executable,
+    "-c",
+    "import sys, kvtheory.cluster.optimum as o; o.AUTO_MIP_QUERIES = 1000; "
+    "from kvtheory.cli import main; sys.exit(main(sys.argv[1:]))",
+]
+
+# 6 k x 2 L x 2 n x 2 seeds x 5 policies = 240 small cells: a few seconds on two processes
+SPEC = """
+policies = ["lru", "token-lru", "rlt", "fifo", "random-leaf"]
+policy_seeds = 3
+seeds = 2
+budget = "k + L - 1"
+
+[[grid]]
+family = "cyclic"
+params = { k = [2, 3, 4, 5, 6, 7], L = [2, 3], n = [200, 400] }
+"""
+CELLS = 240
+
+
+def sorted_lines(path: Path) -> list[bytes]:
+    return sorted(path.read_bytes().splitlines())
+
+
+def wait_for(condition, timeout: float = 120.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.005)
+
+
+def line_count(path: Path) -> int:
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+@pytest.fixture(scope="module")
+def spec(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("reliability") / "spec.toml"
+    path.write_text(SPEC)
+    return path
+
+
+@pytest.fixture(scope="module")
+def clean(spec, tmp_path_factory) -> Path:
+    """The sweep run once, undisturbed, on the local process pool."""
+    out = tmp_path_factory.mktemp("clean") / "results.jsonl"
+    summary = run_sweep(spec, out, workers=2, progress=False)
+    assert (summary.cells, summary.ran, summary.errors) == (CELLS, CELLS, 0)
+    return out
+
+
+def sweep_command(spec: Path, out: Path, workers: int = 2) -> list[str]:
+    return [*CLI, "sweep", str(spec), "-o", str(out), "--workers", str(workers), "--no-progress"]
+
+
+# -- two writers --------------------------------------------------------------------------------------
+def test_a_second_sweep_on_the_same_output_is_refused_and_each_cell_is_written_once(spec, clean, tmp_path):
+    out = tmp_path / "shared.jsonl"
+    first = subprocess.Popen(sweep_command(spec, out, workers=1), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: line_count(out) >= 5 or first.poll() is not None, what="the first sweep's lines")
+        assert first.poll() is None, "the first sweep ended before the second could start"
+        second = subprocess.run(sweep_command(spec, out), capture_output=True, text=True, timeout=120)
+        assert first.poll() is None, "the first sweep ended while the second ran: the test proves nothing"
+    finally:
+        out_first, err_first = first.communicate(timeout=300)
+    assert second.returncode == 2 and second.stdout == ""
+    assert second.stderr.count("\n") == 1 and f"is being written by pid {first.pid} on " in second.stderr
+    assert first.returncode == 0, err_first
+    records = read_results(out)  # would reject a cell written twice
+    assert len(records) == CELLS and sorted_lines(out) == sorted_lines(clean)
+    again = subprocess.run(sweep_command(spec, out), capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and f"{CELLS} already in" in again.stdout and " 0 run in " in again.stdout
+    assert sorted_lines(out) == sorted_lines(clean)
+
+
+# -- a Dask worker killed mid-sweep -------------------------------------------------------------------
+def test_a_dask_worker_killed_mid_sweep_loses_no_cell(spec, clean, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    out = tmp_path / "dask.jsonl"
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        victim = sorted(client.run(os.getpid).values())[0]
+        lines_at_kill = []
+
+        def kill_once_lines_appear() -> None:
+            wait_for(lambda: line_count(out) >= 20, what="20 lines before the kill")
+            lines_at_kill.append(line_count(out))
+            os.kill(victim, signal.SIGKILL)
+
+        killer = threading.Thread(target=kill_once_lines_appear, daemon=True)
+        killer.start()
+        summary = run_sweep(spec, out, client=client, progress=False)
+        killer.join(timeout=5)
+    assert lines_at_kill and lines_at_kill[0] < CELLS, "the sweep finished before the worker was killed"
+    assert not psutil.pid_exists(victim) or psutil.Process(victim).status() == psutil.STATUS_ZOMBIE
+    assert (summary.cells, summary.ran, summary.errors) == (CELLS, CELLS, 0)
+    assert sorted_lines(out) == sorted_lines(clean)  # every record, once, identical to the undisturbed run
+
+
+# -- SIGINT / SIGTERM during a sweep ------------------------------------------------------------------
+@pytest.mark.parametrize("signum, whole_group", [(signal.SIGTERM, False), (signal.SIGINT, True)])
+def test_a_signalled_sweep_exits_130_with_whole_lines_and_a_rerun_completes(spec, clean, tmp_path, signum, whole_group):
+    """SIGTERM to the sweep alone (as a scheduler sends it), SIGINT to its whole group (Ctrl-C)."""
+    out = tmp_path / "signalled.jsonl"
+    process = subprocess.Popen(
+        sweep_command(spec, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    wait_for(lambda: line_count(out) >= 10 or process.poll() is not None, what="10 lines")
+    assert process.poll() is None, "the sweep finished before it could be signalled"
+    if whole_group:
+        os.killpg(process.pid, signum)
+    else:
+        process.send_signal(signum)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130
+    assert err.decode().splitlines()[-1] == "kvtheory sweep: interrupted"
+    data = out.read_bytes()
+    assert data.endswith(b"\n")  # whole lines only
+    done = len(read_results(out))
+    assert 10 <= done < CELLS
+    summary = run_sweep(spec, out, workers=2, progress=False)
+    assert (summary.skipped, summary.ran) == (done, CELLS - done)
+    assert sorted_lines(out) == sorted_lines(clean)
+
+
+# -- SIGINT / SIGTERM during a MIP (opt) --------------------------------------------------------------
+@pytest.fixture(scope="module")
+def hard_joint(tmp_path_factory) -> Path:
+    """48 random-tree queries on two workers: CBC needs far more than a minute to prove the optimum."""
+    path = tmp_path_factory.mktemp("mip") / "tree.jsonl"
+    argv = ["generate", "random-tree", "--param", "queries=48", "--param", "max_length=12", "--param", "alphabet=3"]
+    subprocess.run([*CLI, *argv, "-o", str(path)], check=True, capture_output=True)
+    return path
+
+
+def opt_command(workload: Path, solver: str) -> list[str]:
+    return [
+        *CLI_BIG_MIP,
+        "opt",
+        "--workload",
+        str(workload),
+        "--workers",
+        "2",
+        "--budget",
+        "24",
+        "--a-miss",
+        "1",
+        "--a-cached",
+        "0.1",
+        "--solver",
+        solver,
+        "--time-limit",
+        "300",
+        "--json",
+    ]
+
+
+def _solver_processes(tmp: Path) -> list[psutil.Process]:
+    """CBC processes working on files of this test (their model file lies in its TMPDIR)."""
+    found = []
+    for process in psutil.process_iter(["name", "cmdline"]):
+        if (process.info["name"] or "").startswith("cbc") and str(tmp) in " ".join(process.info["cmdline"] or ()):
+            found.append(process)
+    return found
+
+
+def _check_interrupted(process: subprocess.Popen) -> dict:
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert err.decode().splitlines()[-1] == "kvtheory opt: interrupted; the result above is what the solver had"
+    record = json.loads(out)
+    assert record["status"] == "interrupted"
+    return record
+
+
+@pytest.mark.parametrize("signum, whole_group", [(signal.SIGINT, True), (signal.SIGTERM, False)])
+def test_a_signal_during_the_cbc_mip_prints_incumbent_and_bound_and_exits_130(
+    hard_joint, tmp_path, signum, whole_group
+):
+    """Ctrl-C (SIGINT to the group, CBC included) or SIGTERM to opt alone, once CBC has an incumbent."""
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    started = time.monotonic()
+    process = subprocess.Popen(
+        opt_command(hard_joint, "mip"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True
+    )
+    logs = lambda: list(tmp_path.glob("kvtheory-cbc-*.log"))  # noqa: E731
+    wait_for(
+        lambda: (
+            any("Integer solution" in log.read_text(errors="replace") for log in logs()) or process.poll() is not None
+        ),
+        what="CBC's first incumbent",
+    )
+    assert process.poll() is None, process.communicate()
+    if whole_group:
+        os.killpg(process.pid, signum)
+    else:
+        process.send_signal(signum)
+    record = _check_interrupted(process)
+    assert time.monotonic() - started < 120  # stopped, not run to the 300 s limit
+    assert record["makespan"] is not None and record["bound"] is not None
+    assert record["bound"] <= record["makespan"] and record["gap"] > 0
+    assert len(record["routing"]) == 48
+    assert not _solver_processes(tmp_path), "a CBC process was left running"
+
+
+def test_a_signal_during_the_highs_mip_stops_it_with_its_incumbent(hard_joint, tmp_path):
+    pytest.importorskip("highspy")
+    process = subprocess.Popen(opt_command(hard_joint, "highs"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    watched = psutil.Process(process.pid)
+    # HiGHS runs inside the process: wait until it has worked a while (imports and the model take about
+    # two seconds of CPU; the branch and bound then runs for minutes)
+    wait_for(lambda: process.poll() is not None or sum(watched.cpu_times()[:2]) > 6.0, what="HiGHS at work")
+    assert process.poll() is None, process.communicate()
+    sent = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    record = _check_interrupted(process)
+    assert time.monotonic() - sent < 30
+    assert record["bound"] is not None and record["bound"] <= record["makespan"]
+
+
+# -- SIGTERM during check -------------------------------------------------------------------------------
+def test_a_terminated_check_prints_the_verdicts_so_far_and_exits_130(tmp_path):
+    command = [*CLI, "check", "C1", "C5", "--instances", "30", "--no-algebra", "--out", str(tmp_path)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = process.stderr.readline()
+    assert first.startswith("  C1: "), first
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert err.splitlines()[-1] == "kvtheory check: interrupted; not checked: C5"
+    lines = out.splitlines()
+    assert lines[0].split()[:2] == ["claim", "status"] and lines[1].split()[0] == "C1"  # the table so far
+    assert "C5" not in out and "checked 1 claims" in out
