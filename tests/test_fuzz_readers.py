@@ -234,3 +234,47 @@ def test_duplicate_cells_in_an_old_results_file_are_rejected_naming_both_lines(t
         read_results(path)
     message = str(info.value)
     assert message.startswith(f"{path}:3: cell 54dffa8d2ddb67f7 is already on line 1") and "\n" not in message
+
+
+# -- sweep specs (TOML, read by `kvtheory sweep`) -----------------------------------------------------
+expression_tokens = st.sampled_from(
+    ["k", "L", "L_max", "distinct", "x", "0", "1", "2", "10", "63", "1e308", "0.5", "-", "+", "*", "/", "//"]
+    + ["%", "**", "(", ")", "min(", "max(", "ceil(", "floor(", "round(", ",", "__import__", "'a'", "True"]
+)
+
+
+@settings(max_examples=300, deadline=2000)  # a hang (2 ** 2 ** 2 ** 10) fails the deadline
+@given(text=st.lists(expression_tokens, min_size=1, max_size=9).map(" ".join))
+def test_a_budget_expression_is_evaluated_or_rejected_quickly(text):
+    from kvtheory.experiments.grid import evaluate
+
+    try:
+        value = evaluate(text, {"k": 4, "L": 3, "L_max": 3, "distinct": 10})
+    except InputError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert type(value) is int and abs(value) < 2**63
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    key=st.sampled_from(["seeds", "policy_seeds", "budget", "batch", "policies", "params", "family", "name"]),
+    value=json_values,
+)
+def test_a_sweep_spec_with_any_value_in_any_key_expands_or_is_rejected(key, value):
+    from kvtheory.experiments.grid import expand
+
+    grid = {"family": "cyclic", "params": {"k": 2, "L": 2, "n": 20}}
+    spec = {"policies": ["lru", "rlt"], "budget": "k + L - 1", "grid": [grid]}
+    if key in ("family", "params"):
+        grid[key] = value
+    else:
+        spec[key] = value
+    try:
+        cells = expand(spec, where="spec.toml")
+    except InputError as exc:
+        assert str(exc).startswith("spec.toml") and "\n" not in str(exc)
+        return
+    for cell in cells:
+        assert 0 <= cell["seed"] < 2**63 and all(0 <= s < 2**63 for s in cell["policy_seeds"])
+        assert isinstance(cell["budget"], str) or 1 <= cell["budget"] <= 2**40

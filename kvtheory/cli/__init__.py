@@ -69,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"kvtheory {args.command}: interrupted", file=sys.stderr)
         return 130
+    except MemoryError:  # a workload or grid larger than this machine: say so in one line
+        print(f"kvtheory {args.command}: error: out of memory (the input asks for more than is free)", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141

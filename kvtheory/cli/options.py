@@ -12,10 +12,10 @@ from __future__ import annotations
 import argparse
 import math
 
-MAX_TOKENS = 2**40  # budgets, lengths, contexts (tokens): a petabyte-scale cache is still below this
+from kvtheory.model.records import MAX_SEED, MAX_TOKENS
+
 MAX_RUNS = 10**6  # seeds of one run, instances of one check
 MAX_WORKERS = 4096  # serving workers, pool processes, tensor-parallel GPUs
-MAX_SEED = 2**63 - 1  # numpy takes any non-negative integer; hypothesis and the records want int64
 MAX_SECONDS = 1e9  # time limits, and the time coefficients a_miss, a_cached, decode (seconds per token)
 
 

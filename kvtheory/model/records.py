@@ -38,6 +38,11 @@ import numpy as np
 from kvtheory.errors import InputError
 
 INT64_MIN, INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
+#: Largest budget, batch size or length (tokens) accepted anywhere: far above any GPU's KV cache, and
+#: small enough that every sum of such numbers stays an int64.
+MAX_TOKENS = 2**40
+#: Seeds are non-negative int64 (numpy takes any non-negative integer; records and hypothesis want int64).
+MAX_SEED = INT64_MAX
 
 
 def show(value, limit: int = 40) -> str:
