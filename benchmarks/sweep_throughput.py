@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def clear_caches() -> None:
     sweep._workload.cache_clear()
-    sweep._opt_misses.cache_clear()
+    sweep._optimum.cache_clear()
 
 
 def main() -> None:

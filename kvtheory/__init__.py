@@ -14,11 +14,15 @@ first use. ``stoppable()``: a scope in which Ctrl-C or SIGTERM during a MIP solv
 
 import importlib
 
+import adversaries  # noqa: E402,F401 - registers the adversary families with kvtheory.workloads
 from kvtheory.errors import InputError
+from kvtheory.model.batches import batches, slack, validate
 from kvtheory.model.query import Query
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.model.workload import Workload, read_workload, write_workload
-from kvtheory.optimum.fif import FurthestInFuture
+from kvtheory.optimum.exact import Optimum, fif_bracket, solve_optimum
+from kvtheory.optimum.fif import FurthestInFuture, run_fif
+from kvtheory.optimum.flow_bound import weighted_paging_bound
 from kvtheory.policies import (
     ONLINE_POLICIES,
     EvictionPolicy,
@@ -31,7 +35,7 @@ from kvtheory.policies import (
     policy_class,
 )
 from kvtheory.ratio import RatioReport, competitive_ratio, harmonic, steady_ratio
-from kvtheory.simulate import RunResult, batches, run_fif, run_policy, run_seeds, slack, validate
+from kvtheory.simulate import RunResult, run_policy, run_seeds
 from kvtheory.workloads import GENERATORS, generate
 
 _LAZY = {  # public name: (module, name there)
@@ -62,6 +66,7 @@ __all__ = [
     "FifoLeaf",
     "FurthestInFuture",
     "InputError",
+    "Optimum",
     "LeafLFU",
     "LeafLRU",
     "PrefixTrie",
@@ -74,6 +79,7 @@ __all__ = [
     "Workload",
     "batches",
     "competitive_ratio",
+    "fif_bracket",
     "generate",
     "harmonic",
     "policy_class",
@@ -82,8 +88,10 @@ __all__ = [
     "run_policy",
     "run_seeds",
     "slack",
+    "solve_optimum",
     "steady_ratio",
     "validate",
+    "weighted_paging_bound",
     "write_workload",
     *_LAZY,
 ]

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from itertools import combinations
 
+from kvtheory.model.batches import batches, validate
 from kvtheory.model.workload import Workload
-from kvtheory.simulate import batches, validate
 
 #: refuse instances whose state space could explode
 MAX_TOKEN_NODES = 40

@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
+from kvtheory.model.batches import batches, footprint, slack
 from kvtheory.model.workload import Workload
-from kvtheory.policies.base import footprint
-from kvtheory.simulate import batches, slack
 
 
 @dataclass(frozen=True, eq=False)

@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kvtheory.model.workload import Workload
+from kvtheory.optimum.fif import run_fif
 from kvtheory.policies import policy_class
-from kvtheory.simulate import run_fif
 from proofs_check.instance import Instance
 
 

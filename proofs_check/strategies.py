@@ -13,10 +13,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from kvtheory.model.batches import batches, footprint
 from kvtheory.model.query import Query
 from kvtheory.model.workload import Workload
-from kvtheory.policies.base import footprint
-from kvtheory.simulate import batches
 from proofs_check.instance import Instance
 
 
@@ -125,7 +124,39 @@ def routing_instance(
     return Instance(workload, budget, workers=m, a_cached=1, a_miss=a_miss, a_out=1, origin="hypothesis")
 
 
-GENERATORS: dict[str, Callable] = {"tree": tree_instance, "mixed": mixed_instance, "routing": routing_instance}
+def weighted_instance(draw, *, max_length=3, max_extra=1) -> Instance:
+    """Batches where a token's multiplicity, not its distance, decides what to evict (beta = 2 or 3).
+
+    A *hot* query and a *cold* one are served in the first batch; batches of fresh filler queries push
+    one of them out; then the cold query comes back once, and the hot one (or hot ones sharing its
+    prefix) comes back m >= 2 times in one batch, usually in that order. FIF keeps the sooner cold
+    query and pays m at the hot batch, where keeping the hot prefix and paying 1 for the cold query can
+    be cheaper: weighted paging. B is the largest batch footprint plus 0..``max_extra``.
+    """
+    beta = draw.int(2, 3)
+    fresh = iter(range(300, 300 + 2 * beta * 4))
+
+    def filler() -> list[int]:
+        return [next(fresh) for _ in range(draw.int(1, 2))]
+
+    hot = [10 + i for i in range(draw.int(1, max_length))]
+    cold = [20 + i for i in range(draw.int(1, max_length))]
+    steps = [[hot, cold] + [filler() for _ in range(beta - 2)]]
+    steps += [[filler() for _ in range(beta)] for _ in range(draw.int(1, 2))]
+    cold_step = [cold] + [filler() for _ in range(beta - 1)]
+    m = draw.int(2, beta)
+    hot_step = [hot + ([30 + i] if draw.int(0, 1) else []) for i in range(m)] + [filler() for _ in range(beta - m)]
+    steps += [cold_step, hot_step] if draw.int(0, 3) else [hot_step, cold_step]
+    workload = Workload.from_token_lists([query for step in steps for query in step])
+    return Instance(workload, _max_footprint(workload, beta) + draw.int(0, max_extra), beta, origin="hypothesis")
+
+
+GENERATORS: dict[str, Callable] = {
+    "tree": tree_instance,
+    "mixed": mixed_instance,
+    "routing": routing_instance,
+    "weighted": weighted_instance,
+}
 
 
 def strategy(gen: Callable, **options):

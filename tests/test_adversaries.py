@@ -16,11 +16,14 @@ import pytest
 from adversaries.adaptive import adaptive_sequence
 from kvtheory.cli import main
 from kvtheory.errors import InputError
+from kvtheory.model.batches import slack, validate
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.model.workload import read_workload
+from kvtheory.optimum.exact import solve_optimum
+from kvtheory.optimum.fif import run_fif
 from kvtheory.policies import ONLINE_POLICIES, EvictionPolicy, LeafLRU
 from kvtheory.ratio import competitive_ratio, harmonic, steady_ratio
-from kvtheory.simulate import run_fif, run_policy, slack, validate
+from kvtheory.simulate import run_policy
 from kvtheory.workloads.registry import GENERATORS, generate
 
 FAMILIES = ("cyclic", "adaptive", "imbalanced", "yao", "batch")
@@ -245,10 +248,10 @@ def test_yao_every_policy_pays_about_H_k_and_rlt_stays_under_2H_k(k, instances, 
     for seed in range(instances):
         w = generate("yao", {"k": k, "L": L, "n": n}, seed=seed)
         distinct = w.trie.distinct_tokens
-        opt = run_fif(w, k + L - 1).misses
+        opt = solve_optimum(w, k + L - 1)
         for name in ONLINE_POLICIES:
-            report = competitive_ratio(w, k + L - 1, name, seeds=policy_seeds, opt_misses=opt)
-            per_policy[name].extend(steady_ratio(r.misses, opt, distinct) for r in report.runs)
+            report = competitive_ratio(w, k + L - 1, name, seeds=policy_seeds, optimum=opt)
+            per_policy[name].extend(steady_ratio(r.misses, opt.misses, distinct) for r in report.runs)
             if name == "rlt":
                 raw_rlt.extend(report.ratios)
     for name, values in per_policy.items():

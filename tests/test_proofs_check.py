@@ -14,9 +14,9 @@ import sympy as sp
 
 from kvtheory import Workload, read_workload, run_fif
 from kvtheory.cli import main
+from kvtheory.model.batches import batches
 from kvtheory.optimum.fif import FurthestInFuture
 from kvtheory.policies import LeafLRU, RandomizedLeafToken, TokenLRU
-from kvtheory.simulate import batches
 from proofs_check import algebra
 from proofs_check.assumptions import ASSUMPTIONS, evaluate_assumptions
 from proofs_check.checker import Options, check_claim, drop_assumption

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from kvtheory.cli import options
 from kvtheory.cli.common import add_json_option, add_workload_options, emit
+from kvtheory.model.batches import validate
 from kvtheory.model.workload import read_workload
 from kvtheory.policies import policy_class
-from kvtheory.simulate import run_seeds, validate
+from kvtheory.simulate import run_seeds
 from kvtheory.stats import summarize
 
 

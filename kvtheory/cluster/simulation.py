@@ -36,9 +36,9 @@ import numpy as np
 from kvtheory.cluster.cluster import Cluster
 from kvtheory.cluster.routers import Router, RouterView, router_class
 from kvtheory.errors import InputError
+from kvtheory.model.batches import footprint
 from kvtheory.model.workload import Workload
 from kvtheory.policies import EvictionPolicy, policy_class
-from kvtheory.policies.base import footprint
 
 _COMPLETE, _FREE = 0, 1
 _ROUTER_STREAM, _ARRIVAL_STREAM = 1 << 20, 2 << 20

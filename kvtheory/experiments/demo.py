@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvtheory.optimum.exact import solve_optimum
 from kvtheory.policies import ONLINE_POLICIES
 from kvtheory.ratio import RatioReport, competitive_ratio
-from kvtheory.simulate import run_fif
 from kvtheory.workloads.registry import generate
 
 
@@ -43,12 +43,12 @@ def run_scenario(scenario: Scenario, *, seed: int = 0, seeds: int = 10) -> Scena
     workload = generate(scenario.generator, scenario.params, seed=seed)
     distinct = workload.trie.distinct_tokens
     budget = scenario.budget or max(distinct // 4, workload.max_length)
-    opt = run_fif(workload, budget).misses
+    opt = solve_optimum(workload, budget)
     reports = tuple(
-        competitive_ratio(workload, budget, name, seeds=range(seed, seed + seeds), opt_misses=opt)
+        competitive_ratio(workload, budget, name, seeds=range(seed, seed + seeds), optimum=opt)
         for name in ONLINE_POLICIES
     )
-    return ScenarioResult(scenario, budget, workload.total_tokens, distinct, opt, reports)
+    return ScenarioResult(scenario, budget, workload.total_tokens, distinct, opt.misses, reports)
 
 
 def run_demo(*, seed: int = 0, seeds: int = 10) -> list[ScenarioResult]:

@@ -65,10 +65,11 @@ def _workload(key: bytes):
 
 
 @functools.lru_cache(maxsize=16)
-def _opt_misses(key: bytes, budget: int, batch: int) -> int:
-    from kvtheory.simulate import run_fif
+def _optimum(key: bytes, budget: int, batch: int):
+    from kvtheory.optimum.exact import solve_optimum
+    from kvtheory.ratio import OPT_TIME_LIMIT
 
-    return run_fif(_workload(key), budget, batch=batch).misses
+    return solve_optimum(_workload(key), budget, batch=batch, time_limit=OPT_TIME_LIMIT)
 
 
 def _names(params: Mapping, workload) -> dict[str, float]:
@@ -92,8 +93,8 @@ def run_cell(cell: Cell) -> dict:
     An input error of the cell (an impossible budget, a bad parameter) becomes a record with an
     ``error`` message instead of stopping the sweep: the cell is done, and will fail the same way again.
     """
+    from kvtheory.model.batches import validate
     from kvtheory.ratio import competitive_ratio, harmonic, steady_ratio
-    from kvtheory.simulate import validate
 
     base = {key: cell[key] for key in ("family", "params", "seed", "policy")}
     record: dict = {"cell": cell.get("id") or cell_id(cell), **base}
@@ -106,16 +107,16 @@ def run_cell(cell: Cell) -> dict:
             cell["budget"] if isinstance(cell["budget"], int) else evaluate(cell["budget"], {**names, "batch": batch})
         )
         validate(workload, budget, batch)
-        opt = _opt_misses(key, budget, batch)
+        opt = _optimum(key, budget, batch)
         report = competitive_ratio(
-            workload, budget, cell["policy"], batch=batch, seeds=cell["policy_seeds"], opt_misses=opt
+            workload, budget, cell["policy"], batch=batch, seeds=cell["policy_seeds"], optimum=opt
         )
     except InputError as exc:
         record.update(budget=cell["budget"], batch=cell["batch"], error=str(exc))
         return record
     result = report.to_dict()
     distinct = workload.trie.distinct_tokens
-    steady = [steady_ratio(run.misses, opt, distinct) for run in report.runs]
+    steady = [steady_ratio(run.misses, opt.misses, distinct) for run in report.runs]
     steady_summary = _summary(steady)
     result.pop("policy")
     record.update(result)

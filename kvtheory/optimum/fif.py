@@ -26,9 +26,12 @@ import heapq
 from collections import Counter
 from collections.abc import Sequence
 
+from kvtheory.model.batches import batches, validate
 from kvtheory.model.trie import PrefixTrie
+from kvtheory.model.workload import Workload
 from kvtheory.optimum.water_level import WaterLevel
 from kvtheory.policies.base import EvictionPolicy
+from kvtheory.simulate import RunResult, drive
 
 
 class FurthestInFuture(EvictionPolicy):
@@ -60,12 +63,13 @@ class FurthestInFuture(EvictionPolicy):
     def _group_key(self, step: int, multiplicity: int) -> int:
         return step * self._width + (self._width - 1 - multiplicity)
 
-    def _kept_of(self, v: int) -> int:
+    def kept_of(self, v: int) -> int:
+        """Tokens of edge v cached now, counted from the edge's head."""
         group = self._groups.get(self._group_of[v])
         return 0 if group is None else group.kept_of(v)
 
     def cached_prefix(self, j: int) -> int:
-        return sum(self._kept_of(v) for v in self.trie.path(j))
+        return sum(self.kept_of(v) for v in self.trie.path(j))
 
     def kept(self) -> dict[int, int]:
         kept = {v: group.kept_of(v) for group in self._groups.values() for v in group.members()}
@@ -114,3 +118,16 @@ class FurthestInFuture(EvictionPolicy):
             evicted = group.drain(tokens)
             self.size -= evicted
             tokens -= evicted
+
+
+def run_fif(workload: Workload, budget: int, *, batch: int = 1) -> RunResult:
+    """FIF on one worker: the exact optimum at batch size 1, an upper bound on it at beta >= 2
+    (:func:`kvtheory.optimum.exact.solve_optimum` is exact at every batch size).
+
+    >>> w = Workload.from_token_lists([[1], [2], [3], [1], [2], [3]])
+    >>> run_fif(w, 2).misses   # Belady: 3 compulsory misses, then one miss per two requests
+    4
+    """
+    validate(workload, budget, batch)
+    fif = FurthestInFuture(workload.trie, budget, batches(len(workload), batch))
+    return drive(workload, budget, fif, "fif", batch, None)

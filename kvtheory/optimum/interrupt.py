@@ -20,7 +20,8 @@ How each solver stops:
   incumbent ("Stopped on ctrl-c"). CBC ignores SIGINT while it solves the root LP, so a CBC still
   running :data:`GRACE_SECONDS` after it was asked, or at a second signal, is killed: there is no
   incumbent then, and the bound is the last one its log shows. A CBC that starts after the request
-  (the model was still being written) is asked as soon as it appears.
+  (the model was still being written) is asked as soon as it appears. (Also on a hard deadline's
+  ``OutOfTime``, any CBC left is killed by ``solver_runtime.reaped_cbc``.)
 * HiGHS runs in this process: an interrupt callback (simplex, interior point, branch and bound) sees the
   request and stops it, with its incumbent and dual bound (:class:`HiGHS`).
 """
@@ -61,21 +62,17 @@ def stoppable() -> Iterator[None]:
 
 
 class _ChildSolver:
-    """Stops the solver child processes named ``name``: SIGINT first, SIGKILL after the grace period."""
+    """Stops solver child processes (``subprocess.Popen``, in a list the caller fills as it starts them):
+    SIGINT first, SIGKILL after the grace period."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, children: list) -> None:
+        self.children = children
         self.asked: dict[int, float] = {}  # pid -> when it was sent SIGINT
         self.done = threading.Event()
         self.thread: threading.Thread | None = None
 
-    def children(self):
-        import psutil
-
-        try:
-            return [p for p in psutil.Process().children() if p.name().startswith(self.name)]
-        except psutil.Error:
-            return []
+    def running(self) -> list:
+        return [child for child in list(self.children) if child.poll() is None]
 
     def request(self, again: bool) -> None:
         """A signal arrived (``again``: not the first): start watching, or kill at once."""
@@ -88,8 +85,8 @@ class _ChildSolver:
     def _watch(self) -> None:
         while not self.done.is_set():
             now = time.monotonic()
-            for child in self.children():
-                with contextlib.suppress(Exception):
+            for child in self.running():
+                with contextlib.suppress(OSError):
                     if child.pid not in self.asked:
                         child.send_signal(signal.SIGINT)
                         self.asked[child.pid] = now
@@ -98,8 +95,8 @@ class _ChildSolver:
             self.done.wait(0.05)
 
     def kill(self) -> None:
-        for child in self.children():
-            with contextlib.suppress(Exception):
+        for child in self.running():
+            with contextlib.suppress(OSError):
                 child.kill()
 
     def close(self) -> None:
@@ -109,13 +106,14 @@ class _ChildSolver:
 
 
 @contextlib.contextmanager
-def solving(child: str | None = None) -> Iterator[None]:
-    """Run one solve stoppably (module docstring); ``child``: the name of the solver's child process
-    (CBC), None for an in-process solver (HiGHS, which polls :func:`stop_requested`)."""
+def solving(children: list | None = None) -> Iterator[None]:
+    """Run one solve stoppably (module docstring); ``children``: the solver's child processes as the
+    caller starts them (CBC, see ``solver_runtime.reaped_cbc``), None for an in-process solver (HiGHS,
+    which polls :func:`stop_requested`)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    stopper = _ChildSolver(child) if child else None
+    stopper = _ChildSolver(children) if children is not None else None
     signalled = []
 
     def handler(signum, frame) -> None:

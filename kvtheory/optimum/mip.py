@@ -22,9 +22,10 @@ Two exact formulations of the single-worker optimum (:func:`solve_mip`):
   val(S_v) >= len(v) f and val(S_c) <= len(c) f (f is val(S_v) itself when len(v) = 1). Capacity: at
   each step the values of the segments covering it sum to at most B.
 
-Both give the optimum of MODEL.md's model, which FIF attains (kvtheory.simulate.run_fif).
+Both give the optimum of the model: FIF's misses at batch size 1 (kvtheory.optimum.fif.run_fif),
+possibly fewer at beta >= 2.
 
-Solvers: PuLP's bundled CBC, or HiGHS (``pip install kvtheory[highs]``). Misses are integers, so an
+Solvers: PuLP's bundled CBC, or HiGHS (highspy, installed with kvtheory). Misses are integers, so an
 absolute gap below 1 proves optimality and a lower bound may be rounded up. A run stopped by its time
 limit reports status ``time_limit`` (with its incumbent and the solver's proven bound) or
 ``no_solution``; it is ``optimal`` only if its bound, rounded up, already meets the incumbent (a proof).
@@ -34,26 +35,27 @@ Inside :func:`kvtheory.optimum.interrupt.stoppable`, a solve stopped by SIGINT o
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import re
-import sys
 import tempfile
 import time
 import warnings
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import pulp
 
 from kvtheory.errors import InputError
+from kvtheory.model.batches import batches, validate
 from kvtheory.model.trie import ROOT, PrefixTrie
 from kvtheory.model.workload import Workload
 from kvtheory.optimum import interrupt
-from kvtheory.simulate import batches, run_fif, validate
+from kvtheory.optimum.fif import run_fif
+from kvtheory.optimum.requests import edge_requests
+from kvtheory.optimum.solver_runtime import OutOfTime, hard_deadline, reaped_cbc, stdout_silenced
 
 SOLVERS = ("cbc", "highs")
 FORMULATIONS = ("token", "edge")
@@ -112,7 +114,7 @@ def _check_solver(solver: str) -> None:
     if solver not in SOLVERS:
         raise InputError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
     if solver == "highs" and not pulp.HiGHS(msg=False).available():
-        raise InputError("solver 'highs' needs highspy: pip install kvtheory[highs]")
+        raise InputError("solver 'highs' needs highspy, which kvtheory installs: pip install highspy")
 
 
 def _check_formulation(formulation: str) -> None:
@@ -120,13 +122,30 @@ def _check_formulation(formulation: str) -> None:
         raise InputError(f"unknown formulation {formulation!r}; choose one of {', '.join(FORMULATIONS)}")
 
 
-def _solve(prob: pulp.LpProblem, solver: str, time_limit: float | None, *, mip: bool, gap_abs: float) -> _Outcome:
-    """Minimise ``prob`` (whose objective has no constant term); stoppable by a signal (``interrupt``)."""
+def _solve(
+    prob: pulp.LpProblem, solver: str, time_limit: float | None, *, mip: bool, gap_abs: float, warm: bool = False
+) -> _Outcome:
+    """Minimise ``prob`` (whose objective has no constant term); ``warm``: start from the variables'
+    initial values (``setInitialValue``), which must form a feasible solution.
+
+    ``time_limit`` holds for the whole call: the solver's own limit ends ``_MARGIN`` of it early, so
+    that it stops with its incumbent, and :func:`hard_deadline` stops whatever is still running at the
+    limit (then ``no_solution``: what the solver had is lost). Stoppable by SIGINT or SIGTERM
+    (:mod:`kvtheory.optimum.interrupt`): then ``interrupted``, with what the solver had.
+    """
     if interrupt.stop_requested():
         return _Outcome("interrupted", None, None)
-    if solver == "highs":
-        return _solve_highs(prob, time_limit, mip=mip, gap_abs=gap_abs)
-    return _solve_cbc(prob, time_limit, mip=mip, gap_abs=gap_abs)
+    adapter = _solve_highs if solver == "highs" else _solve_cbc
+    own_limit = None if time_limit is None else time_limit * (1 - _MARGIN)
+    try:
+        with hard_deadline(time_limit):
+            return adapter(prob, own_limit, mip=mip, gap_abs=gap_abs, warm=warm)
+    except OutOfTime:
+        return _Outcome("no_solution", None, None)
+
+
+#: the part of a time limit left, after the solver's own limit, for handing the model over and back
+_MARGIN = 0.1
 
 
 def _linear_value(prob: pulp.LpProblem) -> float:
@@ -134,26 +153,15 @@ def _linear_value(prob: pulp.LpProblem) -> float:
     return sum(coef * var.varValue for var, coef in prob.objective.items() if coef)
 
 
-@contextlib.contextmanager
-def _stdout_silenced():
-    """Send file descriptor 1 to /dev/null for the duration (what C libraries print, too)."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(devnull)
-
-
-def _solve_highs(prob: pulp.LpProblem, time_limit: float | None, *, mip: bool, gap_abs: float) -> _Outcome:
+def _solve_highs(
+    prob: pulp.LpProblem, time_limit: float | None, *, mip: bool, gap_abs: float, warm: bool = False
+) -> _Outcome:
     import highspy
 
-    with _stdout_silenced(), interrupt.solving():  # highspy prints a banner on the C stdout even with msg=False
-        prob.solve(interrupt.HiGHS(msg=False, mip=mip, timeLimit=time_limit, gapAbs=gap_abs, gapRel=0.0))
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    options = {"msg": False, "mip": mip, "gapAbs": gap_abs, "gapRel": 0.0}
+    with stdout_silenced(), interrupt.solving():  # highspy prints a banner on the C stdout even with msg=False
+        prob.solve(_highs_until(deadline, warm)(**options))
     highs = prob.solverModel
     info = highs.getInfo()
     model_status = highs.getModelStatus()
@@ -167,6 +175,26 @@ def _solve_highs(prob: pulp.LpProblem, time_limit: float | None, *, mip: bool, g
     if model_status == highspy.HighsModelStatus.kInterrupt or interrupt.stop_requested():
         return _Outcome("interrupted", objective, bound)
     return _Outcome("time_limit" if has_incumbent else "no_solution", objective, bound)
+
+
+def _highs_until(deadline: float | None, warm: bool) -> type:
+    """PuLP's HiGHS interface, with HiGHS's time limit set to what is left until ``deadline`` once the
+    model is handed over (which takes a while on large models), and with ``warm`` the variables'
+    initial values given to HiGHS as a MIP start."""
+    import highspy
+
+    class HiGHSUntil(interrupt.HiGHS):
+        def callSolver(self, lp):
+            if deadline is not None:
+                lp.solverModel.setOptionValue("time_limit", max(deadline - time.perf_counter(), 1e-3))
+            if warm:
+                solution = highspy.HighsSolution()
+                solution.col_value = [var.varValue for var in lp.variables()]  # PuLP's column order
+                solution.value_valid = True
+                lp.solverModel.setSolution(solution)
+            super().callSolver(lp)
+
+    return HiGHSUntil
 
 
 _CBC_BOUND = (
@@ -186,15 +214,19 @@ def _cbc_bound(log: str) -> float | None:
     return None
 
 
-def _solve_cbc(prob: pulp.LpProblem, time_limit: float | None, *, mip: bool, gap_abs: float) -> _Outcome:
+def _solve_cbc(
+    prob: pulp.LpProblem, time_limit: float | None, *, mip: bool, gap_abs: float, warm: bool = False
+) -> _Outcome:
     handle, log_path = tempfile.mkstemp(suffix=".log", prefix="kvtheory-cbc-")
     os.close(handle)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            command = pulp.PULP_CBC_CMD(msg=False, mip=mip, timeLimit=time_limit, gapAbs=gap_abs, logPath=log_path)
+            command = pulp.PULP_CBC_CMD(
+                msg=False, mip=mip, timeLimit=time_limit, gapAbs=gap_abs, logPath=log_path, warmStart=warm
+            )
         killed = False
-        with interrupt.solving(child="cbc"):
+        with reaped_cbc() as children, interrupt.solving(children):
             try:
                 prob.solve(command)
             except pulp.PulpSolverError:  # CBC was killed: no solution file
@@ -227,6 +259,8 @@ def _solve_cbc(prob: pulp.LpProblem, time_limit: float | None, *, mip: bool, gap
 # this worker has just before q_j's step, as a linear expression.
 
 Served = Sequence[int | pulp.LpVariable]
+#: a known schedule, {(edge v, step r): tokens of v cached just before step r}, for every request r of v
+Start = Mapping[tuple[int, int], int] | None
 
 
 def _variable(prob, name: str, low=None, up=None, cat=pulp.LpContinuous) -> pulp.LpVariable:
@@ -294,25 +328,24 @@ class _Segment:
 
 def _request_times(trie: PrefixTrie, steps: list[list[int]]) -> dict[int, list[int]]:
     """R(v): the steps whose batch contains edge v, increasing."""
-    times: dict[int, list[int]] = {}
-    for t, step in enumerate(steps):
-        for v in {v for j in step for v in trie.path(j)}:
-            times.setdefault(v, []).append(t)
-    return times
+    return {v: [t for t, _ in points] for v, points in edge_requests(trie, steps).items()}
 
 
-def _edge_segments(prob, v: int, length: int, times: list[int], served: Served, tag: str):
+def _edge_segments(prob, v: int, length: int, times: list[int], served: Served, tag: str, start: Start):
     """The segments of edge v (points at its requests, gaps between them) and its value before each request.
 
     A gap value g satisfies g <= the point before it. A point at r is len(v) on a worker that serves
     every step (``served`` all 1); on a routed worker it is len(v) y_r at v's first request, else an
-    integer e with len(v) y_r <= e <= before + len(v) y_r.
+    integer e with len(v) y_r <= e <= before + len(v) y_r. ``start[v, r]``, if given, is the gap's
+    value in a known schedule (the tokens of v it holds just before step r).
     """
     segments, before = [], {}
     previous = 0
     for k, r in enumerate(times):
         if k and r > times[k - 1] + 1:
             gap = _variable(prob, f"g{tag}_{v}_{r}", 0, length, cat=pulp.LpInteger)
+            if start is not None:
+                gap.setInitialValue(start[v, r])
             if not isinstance(previous, int):
                 prob += gap <= previous
             segments.append(_Segment(times[k - 1] + 1, r - 1, gap))
@@ -336,14 +369,25 @@ def _point_value(prob, v: int, length: int, r: int, previous, serve, tag: str):
 
 
 def _edge_cache(
-    prob, trie: PrefixTrie, steps: list[list[int]], budget: int, served: Served, tag: str, deadline: float | None
+    prob,
+    trie: PrefixTrie,
+    steps: list[list[int]],
+    budget: int,
+    served: Served,
+    tag: str,
+    deadline: float | None,
+    start: Start = None,
 ) -> dict:
-    """The step-compressed edge formulation (see the module docstring); returns hits[j]."""
+    """The step-compressed edge formulation (see the module docstring); returns hits[j].
+
+    With ``start`` (see ``_edge_segments``) every variable gets the value of that schedule in normal
+    form, a MIP start for the solver.
+    """
     times = _request_times(trie, steps)
     segments, before = {}, {}
     for v, ts in times.items():
         _check_deadline(deadline)
-        segments[v], before[v] = _edge_segments(prob, v, trie.edge_len[v], ts, served, tag)
+        segments[v], before[v] = _edge_segments(prob, v, trie.edge_len[v], ts, served, tag, start)
     _capacity(prob, segments, len(steps), budget, tag)
     _closure(prob, trie, segments, tag)
     return {j: pulp.lpSum(before[v][t] for v in trie.path(j)) for t, step in enumerate(steps) for j in step}
@@ -365,7 +409,9 @@ def _capacity(prob, segments: dict, n_steps: int, budget: int, tag: str) -> None
     level = 0
     for t in range(n_steps):
         occupancy = _variable(prob, f"o{tag}_{t}", 0, budget)
-        prob += occupancy == level + pulp.lpSum(starting[t]) - pulp.lpSum(ending[t])
+        change = pulp.lpSum(starting[t]) - pulp.lpSum(ending[t])
+        prob += occupancy == level + change
+        _start_like(occupancy, level + change)
         level = occupancy
 
 
@@ -391,6 +437,14 @@ def _is_constant(value) -> bool:
     return isinstance(value, (int, float))
 
 
+def _start_like(variable: pulp.LpVariable, value, full: int | None = None) -> None:
+    """Give ``variable`` the start value of ``value`` (an expression), or with ``full`` the flag
+    [value == full], when every variable in ``value`` has one."""
+    known = value if _is_constant(value) else pulp.LpAffineExpression(value).value()
+    if known is not None:
+        variable.setInitialValue(known if full is None else int(round(known) == full))
+
+
 def _full_flag(prob, v: int, length: int, segment: _Segment, k: int, full: dict, tag: str):
     """f(S_v): a binary (or S_v's own 0/1 value when len(v) = 1) that is 1 only if v is full during S_v."""
     if length == 1:
@@ -399,6 +453,7 @@ def _full_flag(prob, v: int, length: int, segment: _Segment, k: int, full: dict,
     if key not in full:
         flag = _variable(prob, f"f{tag}_{v}_{k}", cat=pulp.LpBinary)
         prob += segment.value >= length * flag
+        _start_like(flag, segment.value, full=length)
         full[key] = flag
     return full[key]
 
@@ -418,11 +473,14 @@ def solve_mip(
     solver: str = "cbc",
     time_limit: float | None = None,
     formulation: str = "edge",
+    start: Start = None,
 ) -> OptResult:
     """Minimum total misses on one worker of B = ``budget`` tokens at batch size beta = ``batch``.
 
     Maximises sum_t sum_{j in Q_t} h_j over the cache model of ``formulation`` (module docstring);
     misses = T - hits with T the workload's total tokens. ``time_limit`` is in seconds (None: none).
+    ``start`` (edge formulation only) is a feasible schedule the solver starts from, as
+    {(edge v, step r): tokens of v cached just before step r} for every request r of every edge.
 
     >>> w = Workload.from_token_lists([[1], [2], [3], [1], [2], [3]])
     >>> solve_mip(w, 2).misses   # Belady: 3 compulsory misses, then one miss per two requests
@@ -431,21 +489,29 @@ def solve_mip(
     validate(workload, budget, batch)
     _check_solver(solver)
     _check_formulation(formulation)
+    if start is not None and formulation != "edge":
+        raise InputError("a MIP start is given in the edge formulation's terms: use formulation='edge'")
     started = time.perf_counter()
     steps = [list(group) for group in batches(len(workload), batch)]
     prob = pulp.LpProblem("kvtheory_misses", pulp.LpMinimize)
     deadline = None if time_limit is None else started + time_limit
+    served = [1] * len(steps)
     try:
-        hits = _CACHE_MODELS[formulation](prob, workload.trie, steps, budget, [1] * len(steps), "", deadline)
-    except _OutOfTime:
+        with hard_deadline(time_limit):
+            if start is None:
+                hits = _CACHE_MODELS[formulation](prob, workload.trie, steps, budget, served, "", deadline)
+            else:
+                hits = _edge_cache(prob, workload.trie, steps, budget, served, "", deadline, start)
+            objective = -pulp.lpSum(hits.values())
+    except OutOfTime:
         return _unbuilt(solver, formulation, started, prob, bound=float(workload.trie.distinct_tokens))
-    objective = -pulp.lpSum(hits.values())
     offset = workload.total_tokens + objective.constant
     objective.constant = 0
     prob.setObjective(objective)
-    outcome = _solve(prob, solver, _remaining(deadline), mip=True, gap_abs=0.99)
+    outcome = _solve(prob, solver, _remaining(deadline), mip=True, gap_abs=0.99, warm=start is not None)
     misses = None if outcome.objective is None else round(offset + outcome.objective)
-    bound = None if outcome.bound is None else float(math.ceil(offset + outcome.bound - 1e-6))
+    # without a bound from the solver: each distinct token node is missed at least once
+    bound = float(workload.trie.distinct_tokens if outcome.bound is None else math.ceil(offset + outcome.bound - 1e-6))
     status = outcome.status
     proven = misses is not None and bound is not None and bound >= misses
     if status == "optimal" or (status in ("time_limit", "interrupted") and proven):
@@ -463,18 +529,14 @@ def solve_mip(
     )
 
 
-class _OutOfTime(Exception):
-    """Building the model used up the time limit."""
-
-
 def _check_deadline(deadline: float | None) -> None:
     if deadline is not None and time.perf_counter() > deadline:
-        raise _OutOfTime
+        raise OutOfTime
 
 
 def _remaining(deadline: float | None) -> float | None:
-    """Seconds left for the solver (at least a token second, so a built model is always tried)."""
-    return None if deadline is None else max(deadline - time.perf_counter(), 1.0)
+    """Seconds left for the solver until ``deadline``."""
+    return None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
 
 
 def _unbuilt(solver: str, formulation: str, started: float, prob, bound: float) -> OptResult:
@@ -696,8 +758,9 @@ def solve_joint_mip(
     deadline = None if time_limit is None else started + time_limit
     lower = makespan_lower_bounds(workload, budgets, a_miss=a_miss, a_cached=a_cached, output_time=output_time)
     try:
-        prob, y = _joint_model(workload, workers, formulation, deadline)
-    except _OutOfTime:
+        with hard_deadline(time_limit):
+            prob, y = _joint_model(workload, workers, formulation, deadline)
+    except OutOfTime:
         lower["lp_relaxation"] = None
         return JointResult(
             solver=solver,
@@ -712,7 +775,8 @@ def solve_joint_mip(
             variables=0,
             constraints=0,
         )
-    relaxed = _solve(prob, solver, _remaining(deadline), mip=False, gap_abs=0.0)
+    left = _remaining(deadline)
+    relaxed = _solve(prob, solver, None if left is None else left / 2, mip=False, gap_abs=0.0)
     lower["lp_relaxation"] = relaxed.objective if relaxed.status == "optimal" else None
     outcome = _solve(prob, solver, _remaining(deadline), mip=True, gap_abs=1e-9)
     routing = makespan = None

@@ -1,27 +1,30 @@
-"""Online eviction policies, one file each, all behind :class:`EvictionPolicy`."""
+"""Online eviction policies, one file each, all behind :class:`EvictionPolicy` (docs/policies.md).
 
-from kvtheory.errors import InputError
+Each policy module registers its class with ``@register_policy``; importing this package imports every
+module in it, so a new policy is one new file here (or, outside the package, a class decorated with
+:func:`register_policy` in any module the user imports).
+"""
+
+import importlib
+import pkgutil
+
 from kvtheory.policies.base import EvictionPolicy
-from kvtheory.policies.fifo import FifoLeaf
-from kvtheory.policies.lfu import LeafLFU
-from kvtheory.policies.lru import LeafLRU
-from kvtheory.policies.random_leaf import RandomLeaf
-from kvtheory.policies.rlt import RandomizedLeafToken
-from kvtheory.policies.token_lru import TokenLRU
+from kvtheory.registry import Registry
 
-ONLINE_POLICIES: dict[str, type[EvictionPolicy]] = {
-    cls.name: cls for cls in (LeafLRU, TokenLRU, RandomizedLeafToken, FifoLeaf, RandomLeaf, LeafLFU)
-}
+#: every online policy by name: ``kvtheory evict --policy NAME``
+ONLINE_POLICIES: Registry = Registry("policy")
+register_policy = ONLINE_POLICIES.register
+policy_class = ONLINE_POLICIES.lookup
 
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
-def policy_class(name: str) -> type[EvictionPolicy]:
-    """The online policy registered under ``name``; InputError names the known ones otherwise."""
-    try:
-        return ONLINE_POLICIES[name]
-    except KeyError:
-        known = ", ".join(ONLINE_POLICIES)
-        raise InputError(f"unknown policy {name!r}; known policies: {known}") from None
-
+from kvtheory.policies.fifo import FifoLeaf  # noqa: E402
+from kvtheory.policies.lfu import LeafLFU  # noqa: E402
+from kvtheory.policies.lru import LeafLRU  # noqa: E402
+from kvtheory.policies.random_leaf import RandomLeaf  # noqa: E402
+from kvtheory.policies.rlt import RandomizedLeafToken  # noqa: E402
+from kvtheory.policies.token_lru import TokenLRU  # noqa: E402
 
 __all__ = [
     "EvictionPolicy",
@@ -33,4 +36,5 @@ __all__ = [
     "RandomizedLeafToken",
     "TokenLRU",
     "policy_class",
+    "register_policy",
 ]

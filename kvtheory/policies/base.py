@@ -58,8 +58,3 @@ def union_misses(trie: PrefixTrie, paths: Sequence[Sequence[int]], matched: Sequ
                 cached = min(max(m - depth[parent[v]], 0), edge_len[v])
                 missing[v] = edge_len[v] - cached
     return sum(missing.values())
-
-
-def footprint(trie: PrefixTrie, paths: Sequence[Sequence[int]]) -> int:
-    """|union of the token nodes of the given paths|: what a batch needs resident at once."""
-    return union_misses(trie, paths, [0] * len(paths))

@@ -1,8 +1,10 @@
 """FIFO-leaf: evict the last token of the leaf whose tokens were inserted earliest."""
 
+from kvtheory.policies import register_policy
 from kvtheory.policies.radix import RadixPolicy
 
 
+@register_policy
 class FifoLeaf(RadixPolicy):
     """FIFO-leaf (MODEL.md §1): one token at a time from the leaf inserted earliest; hits refresh nothing.
 

@@ -6,9 +6,11 @@ import heapq
 from collections.abc import Sequence
 
 from kvtheory.model.trie import PrefixTrie
+from kvtheory.policies import register_policy
 from kvtheory.policies.edge_cache import EdgeCache
 
 
+@register_policy
 class LeafLFU(EdgeCache):
     """LFU-leaf: one token at a time, the last token of the cached leaf whose token nodes were requested
     the fewest times so far (counting every request since the start, cached or not); ties go to the

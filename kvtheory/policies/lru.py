@@ -1,8 +1,10 @@
 """L-LRU: SGLang's RadixCache eviction (whole least-recently-accessed leaf node)."""
 
+from kvtheory.policies import register_policy
 from kvtheory.policies.radix import RadixPolicy
 
 
+@register_policy
 class LeafLRU(RadixPolicy):
     """L-LRU (MODEL.md §1): evict the whole least-recently-accessed leaf node, never on the current path.
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from kvtheory.policies import register_policy
 from kvtheory.policies.edge_cache import LeafTokenSampler
 
 
+@register_policy
 class RandomLeaf(LeafTokenSampler):
     """random-leaf (MODEL.md §1): evict a uniformly random cached leaf token off the current batch's
     paths, one token at a time; nothing is remembered between batches.

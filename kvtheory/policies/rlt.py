@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from kvtheory.model.trie import PrefixTrie
+from kvtheory.policies import register_policy
 from kvtheory.policies.edge_cache import LeafTokenSampler
 
 
+@register_policy
 class RandomizedLeafToken(LeafTokenSampler):
     """RLT (MODEL.md §1): every token node of a served query is marked; to make room, evict a leaf token
     chosen uniformly at random among unmarked cached leaf tokens (never on the current path), one token

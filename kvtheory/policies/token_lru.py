@@ -1,8 +1,10 @@
 """token-LRU: L-LRU's order, one token at a time."""
 
+from kvtheory.policies import register_policy
 from kvtheory.policies.radix import RadixPolicy
 
 
+@register_policy
 class TokenLRU(RadixPolicy):
     """token-LRU (MODEL.md §1): as L-LRU, but evict only the last token of the LRU leaf node at a time."""
 

@@ -1,5 +1,10 @@
 """One registry for every workload generator and adversary family, by name.
 
+Generators register themselves on import (the ``register`` decorator): :mod:`kvtheory.workloads` imports
+its generator modules, and the public API (``import kvtheory``, which any import of a kvtheory module
+runs first) imports :mod:`adversaries`, so every name is known before ``generate`` runs, and this module
+imports nothing above it.
+
 A generator is a plain function ``f(*, seed: int, **params) -> Workload`` whose keyword parameters all
 have defaults; the annotations of those defaults tell the command line how to parse ``key=value``
 (``int``, ``float``, ``str``, ``bool``, or ``list[int]``/``list[float]`` written as ``1,2,3``).
@@ -68,9 +73,6 @@ def generate(name: str, params: Mapping[str, object] | None = None, *, seed: int
     >>> len(generate("paging", {"pages": "3", "requests": "10"}, seed=1))
     10
     """
-    import adversaries  # noqa: F401  (registers the adversary families)
-    import kvtheory.workloads  # noqa: F401  (registers the workload generators)
-
     if name not in GENERATORS:
         raise InputError(f"unknown generator {name!r}; known: {', '.join(sorted(GENERATORS))}")
     generator = GENERATORS[name]

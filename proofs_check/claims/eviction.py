@@ -67,37 +67,75 @@ def _repaired(base_id: str, title: str, bound, statement: str) -> Claim:
 # -- claim 1 ------------------------------------------------------------------------------------------
 
 TREES_SMALL = Search(
-    "random-tree (batch 1-3)",
+    "random-tree (batch 1)",
     gen.tree_instance,
-    {"max_queries": 8, "max_length": 4, "alphabet": 3, "batch": (1, 3), "max_extra": 4},
+    {"max_queries": 8, "max_length": 4, "alphabet": 3, "batch": (1, 1), "max_extra": 4},
 )
 
 register(
     Claim(
         id="C1",
-        title="FIF is optimal",
+        title="FIF is optimal at batch size 1",
         statement=(
-            "On one worker with budget B and any batch size beta, FIF (evict the cached leaf token whose next "
-            "request is furthest in the future, never = infinity; ties to the token fewest queries of that next "
-            "batch contain, then to the deeper token) attains the minimum total misses over all eviction "
-            "schedules: misses(FIF) = OPT, the optimum of MODEL.md's MIP. With depth alone breaking ties "
-            "(MODEL.md's wording) it does not at beta >= 2: see kvtheory/optimum/fif.py."
+            "On one worker with budget B, serving one query at a time (beta = 1), FIF (evict the cached leaf token "
+            "whose next request is furthest in the future, never = infinity; ties to the deeper token) attains the "
+            "minimum total misses over all eviction schedules: misses(FIF) = OPT, the optimum of the MIP. "
+            "At beta >= 2 it does not: claim C1b."
         ),
         status="ours",
-        assumptions=("queries-fit", "single-worker"),
+        assumptions=("queries-fit", "single-worker", "batch-1"),
         policies=("fif",),
         bound=sp.Integer(1),
         kind="equal",
-        source="MODEL.md §1 (3,000 + 3,000 random instances against an exhaustive optimum)",
+        source="exchange argument: a schedule that evicts another token first is no better (docs/optima.md)",
         method=OptimumEquality(
             families=[
                 _registered("cyclic", {"k": 2, "L": 2, "n": 9}, _star(2, 2)),
                 _registered("yao", {"k": 3, "L": 2, "n": 12}, _star(3, 2)),
                 _registered("imbalanced", {"B": 6, "k": 2, "n": 9}, 6),
-                _registered("batch", {"B": 6, "beta": 2, "L": 3, "n": 10}, 6, batch=2),
                 _registered("random-tree", {"queries": 10, "max_length": 4, "alphabet": 2}, lambda w: w.max_length + 1),
             ],
             searches=[TREES_SMALL],
+        ),
+    )
+)
+
+WEIGHTED = Search(
+    "weighted batches (beta 2-3: a hot prefix requested m >= 2 times, a cold query sooner)", gen.weighted_instance, {}
+)
+TREES_BATCHED = Search(
+    "random-tree (batch 2-3)",
+    gen.tree_instance,
+    {"max_queries": 8, "max_length": 4, "alphabet": 3, "batch": (2, 3), "max_extra": 4},
+)
+
+register(
+    Claim(
+        id="C1b",
+        title="FIF is optimal at batch size >= 2 (refuted)",
+        statement=(
+            "On one worker with budget B and batches of beta >= 2 queries, FIF (furthest next request first; ties "
+            "to the token fewest queries of that next batch contain, then to the deeper token) attains the "
+            "minimum total misses. A token missing before a batch costs its multiplicity m, the number of the "
+            "batch's queries that contain it, so this is weighted paging, where furthest-in-future is not optimal."
+        ),
+        status="conjecture",
+        assumptions=("queries-fit", "single-worker"),
+        policies=("fif",),
+        bound=sp.Integer(1),
+        kind="equal",
+        source="an earlier belief of the model (FIF exact at any batch size), checked here",
+        method=OptimumEquality(
+            families=[_registered("batch", {"B": 6, "beta": 2, "L": 3, "n": 10}, 6, batch=2)],
+            searches=[WEIGHTED, TREES_BATCHED],
+        ),
+        expected="DIFFERS",
+        findings=(
+            "False: with beta = 2, B = 3 and batches {[10, 11], [20]}, {[300], [301]}, {[20], [302]}, "
+            "{[10, 11], [10, 11]}, FIF evicts the prefix (10, 11), wanted again by two queries of the last batch, "
+            "rather than token 20, wanted sooner by one, and pays 10 misses against the optimum's 9 (the search "
+            "shrinks to this instance). kvtheory opt therefore proves the batched optimum with a flow bound "
+            "and a MIP (docs/optima.md).",
         ),
     )
 )

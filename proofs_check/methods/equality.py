@@ -6,7 +6,7 @@ import time
 from collections.abc import Sequence
 
 from kvtheory.errors import InputError
-from kvtheory.simulate import run_fif
+from kvtheory.optimum.fif import run_fif
 from proofs_check.checker import (
     CheckResult,
     Family,

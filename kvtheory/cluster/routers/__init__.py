@@ -1,26 +1,29 @@
-"""Online routers, one file each, all behind :class:`Router` (MODEL.md §2)."""
+"""Online routers, one file each, all behind :class:`Router` (docs/cluster.md §Routers).
+
+Each router module registers its class with ``@register_router``; importing this package imports every
+module in it, so a new router is one new file here.
+"""
+
+import importlib
+import pkgutil
 
 from kvtheory.cluster.routers.base import Router, RouterView
-from kvtheory.cluster.routers.cache_aware import CacheAware
-from kvtheory.cluster.routers.cache_aware_adaptive import CacheAwareAdaptive
-from kvtheory.cluster.routers.lbgr import LBGR, LBGRFull
-from kvtheory.cluster.routers.least_load import LeastLoad
-from kvtheory.cluster.routers.random_router import RandomRouter
-from kvtheory.cluster.routers.round_robin import RoundRobin
-from kvtheory.errors import InputError
+from kvtheory.registry import Registry
 
-ROUTERS: dict[str, type[Router]] = {
-    cls.name: cls for cls in (RoundRobin, RandomRouter, LeastLoad, CacheAware, LBGR, LBGRFull, CacheAwareAdaptive)
-}
+#: every router by name: ``kvtheory route --router NAME``
+ROUTERS: Registry = Registry("router")
+register_router = ROUTERS.register
+router_class = ROUTERS.lookup
 
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
-def router_class(name: str) -> type[Router]:
-    """The router registered under ``name``; InputError names the known ones otherwise."""
-    try:
-        return ROUTERS[name]
-    except KeyError:
-        raise InputError(f"unknown router {name!r}; known routers: {', '.join(ROUTERS)}") from None
-
+from kvtheory.cluster.routers.cache_aware import CacheAware  # noqa: E402
+from kvtheory.cluster.routers.cache_aware_adaptive import CacheAwareAdaptive  # noqa: E402
+from kvtheory.cluster.routers.lbgr import LBGR, LBGRFull  # noqa: E402
+from kvtheory.cluster.routers.least_load import LeastLoad  # noqa: E402
+from kvtheory.cluster.routers.random_router import RandomRouter  # noqa: E402
+from kvtheory.cluster.routers.round_robin import RoundRobin  # noqa: E402
 
 __all__ = [
     "LBGR",
@@ -33,5 +36,6 @@ __all__ = [
     "RoundRobin",
     "Router",
     "RouterView",
+    "register_router",
     "router_class",
 ]

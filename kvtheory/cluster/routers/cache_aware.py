@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 
+from kvtheory.cluster.routers import register_router
 from kvtheory.cluster.routers.approx_tree import ApproxTrees
 from kvtheory.cluster.routers.base import Router, argmin
 
 
+@register_router
 class CacheAware(Router):
     """SGLang's cache-aware routing over the router's own approximate trees.
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from kvtheory.cluster.routers import register_router
 from kvtheory.cluster.routers.cache_aware import CacheAware
 
 
+@register_router
 class CacheAwareAdaptive(CacheAware):
     """cache-aware whose ``balance_abs`` threshold adapts to the queueing the router observes.
 

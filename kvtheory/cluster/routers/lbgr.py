@@ -6,11 +6,13 @@ import math
 
 import numpy as np
 
+from kvtheory.cluster.routers import register_router
 from kvtheory.cluster.routers.approx_tree import ApproxTrees
 from kvtheory.cluster.routers.base import Router, argmin
 from kvtheory.errors import InputError
 
 
+@register_router
 class LBGR(Router):
     """Route to the worker of least predicted end-to-end latency.
 
@@ -172,6 +174,7 @@ class LBGR(Router):
         return {"theta": [round(float(w[0]), 6) for w in self._w], "updates": self._updates}
 
 
+@register_router
 class LBGRFull(LBGR):
     """LBGR learning the hit, miss, output and load coefficients and the bias (``learn=full``)."""
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from kvtheory.cluster.routers import register_router
 from kvtheory.cluster.routers.base import Router, argmin
 from kvtheory.errors import InputError
 
 LOADS = ("work", "requests", "tokens")
 
 
+@register_router
 class LeastLoad(Router):
     """Greedy least-load routing; ties go to the lowest worker index.
 

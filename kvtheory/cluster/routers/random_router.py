@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kvtheory.cluster.routers import register_router
 from kvtheory.cluster.routers.base import Router
 
 
+@register_router
 class RandomRouter(Router):
     """Each query goes to a worker drawn uniformly at random (``numpy.random.default_rng(seed)``)."""
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from kvtheory.cluster.routers import register_router
 from kvtheory.cluster.routers.base import Router
 
 
+@register_router
 class RoundRobin(Router):
     """Query number n (in arrival order) goes to worker n mod M."""
 
