@@ -45,10 +45,11 @@ def steady_ratio(misses: int, opt_misses: int, compulsory: int) -> float:
 
 
 def ratio_of(misses: int, opt_misses: int) -> float:
-    """ALG / OPT, with 0/0 = 1 (both free) and x/0 = inf."""
+    """ALG / OPT as a float (exact numbers, such as sympy rationals, divided first), with 0/0 = 1 (both
+    free) and x/0 = inf."""
     if opt_misses == 0:
         return 1.0 if misses == 0 else float("inf")
-    return misses / opt_misses
+    return float(misses / opt_misses)
 
 
 @dataclass(frozen=True)

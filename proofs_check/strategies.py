@@ -37,13 +37,60 @@ class HypothesisDraw:
         return self._draw(self._st.integers(lo, hi))
 
 
-def _tokens(draw, n: int, max_length: int, alphabet: int) -> list[list[int]]:
+# -- building blocks: each draws one part of an instance ------------------------------------------------
+
+
+def token_lists(draw, n: int, max_length: int, alphabet: int) -> list[list[int]]:
+    """n queries of 1..max_length tokens over ``alphabet`` symbols (tiny: they share prefixes and repeat)."""
     return [[draw.int(0, alphabet - 1) for _ in range(draw.int(1, max_length))] for _ in range(n)]
 
 
-def _max_footprint(workload: Workload, batch: int) -> int:
+def distinct_within_batches(tokens: list[list[int]], beta: int, fresh: int) -> list[list[int]]:
+    """The same queries, a repeat inside a batch extended by a fresh token (ids from ``fresh`` up)."""
+    out: list[list[int]] = []
+    for start in range(0, len(tokens), beta):
+        seen: set[tuple[int, ...]] = set()
+        for query in tokens[start : start + beta]:
+            if tuple(query) in seen:
+                query = query + [fresh]
+                fresh += 1
+            seen.add(tuple(query))
+            out.append(query)
+    return out
+
+
+def with_a_repeat(draw, tokens: list[list[int]], beta: int) -> list[list[int]]:
+    """The same queries, one batch of two or more ending with a copy of its first query."""
+    starts = [s for s in range(0, len(tokens), beta) if len(tokens[s : s + beta]) >= 2]
+    if not starts:
+        return tokens
+    start = starts[draw.int(0, len(starts) - 1)]
+    out = [list(query) for query in tokens]
+    out[min(start + beta, len(tokens)) - 1] = list(tokens[start])
+    return out
+
+
+def repeated_block(draw, tokens: list[list[int]], max_reps: int) -> list[list[int]]:
+    """The queries as a block repeated 1..max_reps times (a per-block excess then outgrows a constant)."""
+    return tokens * draw.int(1, max_reps) if max_reps > 1 else tokens
+
+
+def max_footprint(workload: Workload, batch: int) -> int:
+    """The largest number of token nodes one batch needs resident."""
     trie = workload.trie
     return max(footprint(trie, [trie.path(j) for j in g]) for g in batches(len(workload), batch))
+
+
+def budget_for(draw, workload: Workload, beta: int, *, max_extra: int, over_budget: bool = False) -> int:
+    """B from the largest footprint up: at least beta*L_max (so k >= 1), or, with ``over_budget``,
+    below beta*L_max (k < 1) whenever the batches' shared prefixes allow it."""
+    need = max_footprint(workload, beta)
+    if over_budget:
+        return max(min(need + draw.int(0, max_extra), beta * workload.max_length - 1), need)
+    return max(need, beta * workload.max_length) + draw.int(0, max_extra)
+
+
+# -- instances composed from them --------------------------------------------------------------------
 
 
 def tree_instance(
@@ -61,7 +108,7 @@ def tree_instance(
 ) -> Instance:
     """A single-worker instance: queries over a tiny alphabet, beta in ``batch``, B from the footprint up.
 
-    ``distinct``: no query repeats inside a batch (repeats are redrawn into fresh leaves).
+    ``distinct``: no query repeats inside a batch (repeats get a fresh leaf).
     ``repeats``: at least one batch repeats a query (beta >= 2).
     ``over_budget``: beta*L_max > B although every batch fits (the queries of a batch share prefixes).
     Without ``over_budget`` the budget is at least beta*L_max, so k = B - beta*L_max + 1 >= 1.
@@ -70,29 +117,14 @@ def tree_instance(
     """
     beta = draw.int(*batch)
     n = draw.int(1, max_queries) if max_reps <= 1 else beta * draw.int(1, max(1, max_queries // beta))
-    tokens = _tokens(draw, n, max_length, alphabet)
+    tokens = token_lists(draw, n, max_length, alphabet)
     if distinct or repeats:
-        fresh = alphabet
-        for start in range(0, n, beta):
-            seen = set()
-            for j in range(start, min(start + beta, n)):
-                if tuple(tokens[j]) in seen:
-                    tokens[j] = tokens[j] + [fresh]
-                    fresh += 1
-                seen.add(tuple(tokens[j]))
-    if repeats and beta >= 2 and n >= 2:
-        starts = [s for s in range(0, n, beta) if min(s + beta, n) - s >= 2]
-        start = starts[draw.int(0, len(starts) - 1)]
-        tokens[min(start + beta, n) - 1] = list(tokens[start])
-    if max_reps > 1:
-        tokens = tokens * draw.int(1, max_reps)
-    workload = Workload.from_token_lists(tokens)
-    need = _max_footprint(workload, beta)
-    low = need if over_budget else max(need, beta * workload.max_length)
-    budget = low + draw.int(0, max_extra)
-    if over_budget:
-        budget = min(budget, beta * workload.max_length - 1)
-    return Instance(workload, max(budget, need), beta, origin="hypothesis")
+        tokens = distinct_within_batches(tokens, beta, fresh=alphabet)
+    if repeats and beta >= 2:
+        tokens = with_a_repeat(draw, tokens, beta)
+    workload = Workload.from_token_lists(repeated_block(draw, tokens, max_reps))
+    budget = budget_for(draw, workload, beta, max_extra=max_extra, over_budget=over_budget)
+    return Instance(workload, budget, beta, origin="hypothesis")
 
 
 def mixed_instance(draw, *, max_queries=12, max_long=6, max_reps=1) -> Instance:
@@ -115,7 +147,7 @@ def routing_instance(
     """M identical workers, small integer costs: a_cached = 1 and a_miss in 1..4 (equal when ``uniform``)."""
     m = draw.int(*workers)
     n = draw.int(1, max_queries)
-    tokens = _tokens(draw, n, max_length, alphabet)
+    tokens = token_lists(draw, n, max_length, alphabet)
     outputs = [draw.int(0, max_output) for _ in range(n)]
     queries = tuple(Query.of(t, output_len=o) for t, o in zip(tokens, outputs))
     workload = Workload(queries)
@@ -148,7 +180,7 @@ def weighted_instance(draw, *, max_length=3, max_extra=1) -> Instance:
     hot_step = [hot + ([30 + i] if draw.int(0, 1) else []) for i in range(m)] + [filler() for _ in range(beta - m)]
     steps += [cold_step, hot_step] if draw.int(0, 3) else [hot_step, cold_step]
     workload = Workload.from_token_lists([query for step in steps for query in step])
-    return Instance(workload, _max_footprint(workload, beta) + draw.int(0, max_extra), beta, origin="hypothesis")
+    return Instance(workload, max_footprint(workload, beta) + draw.int(0, max_extra), beta, origin="hypothesis")
 
 
 GENERATORS: dict[str, Callable] = {

@@ -19,10 +19,11 @@ from kvtheory.optimum.fif import FurthestInFuture
 from kvtheory.policies import LeafLRU, RandomizedLeafToken, TokenLRU
 from proofs_check import algebra
 from proofs_check.assumptions import ASSUMPTIONS, evaluate_assumptions
-from proofs_check.checker import Options, check_claim, drop_assumption
+from proofs_check.checker import check_claim, drop_assumption
 from proofs_check.claims import STATUSES, all_claims, get, select
 from proofs_check.exhaustive import exhaustive_optimum
 from proofs_check.instance import Instance
+from proofs_check.results import Options
 from proofs_check.routing import exact_optimum, round_robin, route
 from proofs_check.symbols import B, H, M, k
 

@@ -76,7 +76,7 @@ def register(commands) -> None:
 
 
 def _options(args):
-    from proofs_check.checker import Options
+    from proofs_check.results import Options
 
     if args.policy is not None:
         from kvtheory.policies import policy_class
@@ -248,7 +248,8 @@ def _list(claims, as_json: bool) -> int:
     if as_json:
         sys.stdout.buffer.write(orjson.dumps([c.to_dict() for c in claims]) + b"\n")
         return 0
-    from proofs_check.checker import Options, bound_text
+    from proofs_check.measuring import bound_text
+    from proofs_check.results import Options
 
     for c in claims:
         print(f"{c.id}  [{c.status_text}; {c.kind} bound: {bound_text(c, Options())}]  {c.title}")

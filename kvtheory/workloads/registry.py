@@ -7,7 +7,8 @@ imports nothing above it.
 
 A generator is a plain function ``f(*, seed: int, **params) -> Workload`` whose keyword parameters all
 have defaults; the annotations of those defaults tell the command line how to parse ``key=value``
-(``int``, ``float``, ``str``, ``bool``, or ``list[int]``/``list[float]`` written as ``1,2,3``).
+(``int``, ``float``, ``str``, ``bool``, or ``list[int]``/``list[float]`` written as ``1,2,3`` or
+``[1, 2, 3]``; see :func:`kvtheory.params.parse_value`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 
 from kvtheory.errors import InputError
 from kvtheory.model.workload import Workload
+from kvtheory.params import parse_value
 
 
 @dataclass(frozen=True)
@@ -50,23 +52,6 @@ def register(name: str, kind: str = "workload") -> Callable:
     return decorate
 
 
-def _convert(name: str, text: str, annotation) -> object:
-    origin = typing.get_origin(annotation)
-    try:
-        if origin in (list, tuple):
-            (item,) = set(typing.get_args(annotation)) - {Ellipsis}
-            return [item(part) for part in text.split(",") if part.strip()]
-        if annotation is bool:
-            if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                raise ValueError
-            return text.lower() in ("true", "1", "yes")
-        return annotation(text)
-    except (TypeError, ValueError):
-        raise InputError(
-            f"parameter {name}={text!r} is not a valid {getattr(annotation, '__name__', annotation)}"
-        ) from None
-
-
 def generate(name: str, params: Mapping[str, object] | None = None, *, seed: int = 0) -> Workload:
     """Run generator ``name`` with ``params`` (strings are parsed by the parameter's annotation).
 
@@ -82,5 +67,5 @@ def generate(name: str, params: Mapping[str, object] | None = None, *, seed: int
     for key, value in (params or {}).items():
         if key not in accepted:
             raise InputError(f"{name} takes no parameter {key!r}; it takes: {', '.join(accepted)}")
-        kwargs[key] = _convert(key, value, hints.get(key, str)) if isinstance(value, str) else value
+        kwargs[key] = parse_value(key, value, hints.get(key, str)) if isinstance(value, str) else value
     return generator.function(seed=seed, **kwargs)

@@ -12,9 +12,9 @@ import sympy as sp
 
 from proofs_check import families as fam
 from proofs_check import strategies as gen
-from proofs_check.checker import Drop, Family, Search, Setting
 from proofs_check.claims import CLAIMS, Claim, register
 from proofs_check.instance import Instance
+from proofs_check.method import Drop, Family, Search, Setting
 from proofs_check.methods.equality import OptimumEquality
 from proofs_check.methods.eviction import LowerEviction, UpperEviction
 from proofs_check.symbols import B, H, k

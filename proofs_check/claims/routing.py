@@ -13,8 +13,8 @@ import sympy as sp
 
 from proofs_check import families as fam
 from proofs_check import strategies as gen
-from proofs_check.checker import Drop, Family, Search, Setting
 from proofs_check.claims import Claim, register
+from proofs_check.method import Drop, Family, Search, Setting
 from proofs_check.methods.routing import LowerRouting, UpperRouting
 from proofs_check.symbols import M, rho
 

@@ -7,24 +7,12 @@ from collections.abc import Sequence
 
 from kvtheory.errors import InputError
 from kvtheory.optimum.fif import run_fif
-from proofs_check.checker import (
-    CheckResult,
-    Family,
-    Measurement,
-    Method,
-    Options,
-    Search,
-    _merge,
-    _smaller,
-    _worse,
-    finish,
-    policy_name,
-    ratio_of,
-    resolve_policy,
-    run_misses,
-    run_searches,
-)
+from kvtheory.ratio import ratio_of
+from proofs_check.counterexamples import finish
 from proofs_check.instance import Instance
+from proofs_check.measuring import policy_name, resolve_policy, run_misses
+from proofs_check.method import Family, Method, Search, run_searches
+from proofs_check.results import CheckResult, Measurement, Options, merge, smaller, worse
 
 # -- claim 1: FIF = the optimum ---------------------------------------------------------------------
 
@@ -86,9 +74,9 @@ class OptimumEquality(Method):
                 continue
             m = self.measure(claim, family.make(opts.seed), opts, policy)
             tried += 1
-            worst = _worse(worst, m)
+            worst = worse(worst, m)
             if m.violated:
-                violation = _smaller(violation, m)
+                violation = smaller(violation, m)
         found = run_searches(
             self.searches,
             opts,
@@ -96,7 +84,7 @@ class OptimumEquality(Method):
             policy_name(policy) if policy is not None else "fif",
             notes,
         )
-        tried, worst, violation = _merge((tried, worst, violation), *found)
+        tried, worst, violation = merge((tried, worst, violation), *found)
         return finish(claim, opts, started, tried, worst, violation, notes)
 
 

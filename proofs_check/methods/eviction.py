@@ -9,34 +9,25 @@ from collections.abc import Sequence
 import numpy as np
 
 from kvtheory.errors import InputError
+from kvtheory.ratio import ratio_of
 from kvtheory.stats import lower_confidence_bound, upper_confidence_bound
 from proofs_check import symbols as S
-from proofs_check.checker import (
-    CheckResult,
-    Family,
-    Measurement,
-    Method,
-    Options,
-    Search,
-    Setting,
-    _bound_or_input_error,
-    _exceeds,
-    _merge,
-    _smaller,
-    _worse,
+from proofs_check.counterexamples import finish
+from proofs_check.instance import Instance
+from proofs_check.measuring import (
     bound_expr,
-    finish,
+    bound_or_input_error,
+    exceeds,
     instance_values,
     optimum_misses,
     policy_name,
     prefix_instance,
     prefix_misses,
-    ratio_of,
     resolve_policy,
     run_misses,
-    run_searches,
 )
-from proofs_check.instance import Instance
+from proofs_check.method import Family, Method, Search, Setting, run_searches
+from proofs_check.results import CheckResult, Measurement, Options, merge, smaller, worse
 
 # -- upper bounds on one worker ---------------------------------------------------------------------
 
@@ -72,7 +63,7 @@ class UpperEviction(Method):
             note = f"{exc}; compared with k_F = B - F_max + 1 = {kf}"
         c = S.evaluate(claim.additive, instance_values(instance, max(instance.k, 1)))
         limit = f * opt + c
-        violated = _exceeds(stat, limit)
+        violated = exceeds(stat, limit)
         score = float(stat) / float(limit) if limit > 0 else (math.inf if stat > 0 else 0.0)
         bound_ratio = float(limit) / opt if opt else math.inf
         if cls.randomized:
@@ -108,9 +99,9 @@ class UpperEviction(Method):
                     continue
                 m = self.measure(claim, family.make(opts.seed), opts, policy, family.seeds)
                 tried += 1
-                worst = _worse(worst, m)
+                worst = worse(worst, m)
                 if m.violated:
-                    violation = _smaller(violation, m)
+                    violation = smaller(violation, m)
             found = run_searches(
                 self.searches,
                 opts,
@@ -118,7 +109,7 @@ class UpperEviction(Method):
                 policy_name(policy),
                 notes,
             )
-            tried, worst, violation = _merge((tried, worst, violation), *found)
+            tried, worst, violation = merge((tried, worst, violation), *found)
             if cls.randomized:
                 notes.append(
                     f"{policy_name(policy)}: {opts.seeds} seeds {opts.seed}..{opts.seed + opts.seeds - 1} "
@@ -194,7 +185,7 @@ class LowerEviction(Method):
         opt = optimum_misses(instance)
         ratios = [ratio_of(run_misses(instance, cls, s)[0], opt) for s in seeds]
         stat = upper_confidence_bound(ratios, opts.level) if len(ratios) > 1 else ratios[0]
-        f = _bound_or_input_error(claim, opts, instance)
+        f = bound_or_input_error(claim, opts, instance)
         threshold = (1 - opts.margin) * float(f)
         return Measurement(
             instance,
@@ -223,9 +214,9 @@ class LowerEviction(Method):
                     continue
                 m = self._one(claim, setting, cls, opts)
                 tried += len(m.seeds) * len(setting.lengths)
-                worst = _worse(worst, m)
+                worst = worse(worst, m)
                 notes.append(f"{m.policy}: {m.note}")
                 if m.violated:
-                    violation = _worse(violation, m)
+                    violation = worse(violation, m)
         notes.append(f"margin {opts.margin:.0%}")
         return finish(claim, opts, started, tried, worst, violation, notes)

@@ -8,25 +8,13 @@ from collections.abc import Sequence
 
 import sympy as sp
 
+from kvtheory.ratio import ratio_of
 from proofs_check import symbols as S
-from proofs_check.checker import (
-    CheckResult,
-    Family,
-    Measurement,
-    Method,
-    Options,
-    Search,
-    Setting,
-    _bound_or_input_error,
-    _merge,
-    _smaller,
-    _worse,
-    bound_expr,
-    finish,
-    ratio_of,
-    run_searches,
-)
+from proofs_check.counterexamples import finish
 from proofs_check.instance import Instance
+from proofs_check.measuring import bound_expr, bound_or_input_error
+from proofs_check.method import Family, Method, Search, Setting, run_searches
+from proofs_check.results import CheckResult, Measurement, Options, merge, smaller, worse
 
 # -- routing (claims 8 and 9) -----------------------------------------------------------------------
 
@@ -50,7 +38,7 @@ class UpperRouting(Method):
         router = policy if policy is not None else self.default_policy(claim, opts)
         run = route(instance, router, self.eviction)
         opt, best = exact_optimum(instance)
-        f = _bound_or_input_error(claim, opts, instance)
+        f = bound_or_input_error(claim, opts, instance)
         limit = f * sp.nsimplify(opt)
         alg = sp.nsimplify(run.makespan)
         violated = bool(alg > limit)
@@ -84,13 +72,13 @@ class UpperRouting(Method):
                 continue
             m = self.measure(claim, family.make(opts.seed), opts, router)
             tried += 1
-            worst = _worse(worst, m)
+            worst = worse(worst, m)
             if m.violated:
-                violation = _smaller(violation, m)
+                violation = smaller(violation, m)
         found = run_searches(
             self.searches, opts, lambda inst: self.measure(claim, inst, opts, router), _router_name(router), notes
         )
-        tried, worst, violation = _merge((tried, worst, violation), *found)
+        tried, worst, violation = merge((tried, worst, violation), *found)
         return finish(claim, opts, started, tried, worst, violation, notes)
 
 
@@ -114,7 +102,7 @@ class LowerRouting(Method):
         else:
             opt, how = exact_optimum(instance)[0], "the exact optimum"
         ratio = ratio_of(run.makespan, opt)
-        f = float(_bound_or_input_error(claim, opts, instance))
+        f = float(bound_or_input_error(claim, opts, instance))
         threshold = (1 - opts.margin) * f
         return Measurement(
             instance,
@@ -152,8 +140,8 @@ class LowerRouting(Method):
                 + f"; {m.note}"
             )
             notes.append(f"{m.policy}: {m.note}")
-            worst = _worse(worst, m)
+            worst = worse(worst, m)
             if m.violated:
-                violation = _worse(violation, m)
+                violation = worse(violation, m)
         notes.append(f"margin {opts.margin:.0%}")
         return finish(claim, opts, started, tried, worst, violation, notes)

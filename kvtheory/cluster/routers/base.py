@@ -18,6 +18,7 @@ from typing import ClassVar, Protocol
 from kvtheory.cluster.cluster import Cluster
 from kvtheory.errors import InputError
 from kvtheory.model.workload import Workload
+from kvtheory.params import parse_value
 
 
 class Oracle(Protocol):
@@ -67,20 +68,8 @@ def parse_options(name: str, defaults: Mapping[str, object], given: Mapping[str,
             raise InputError(f"router {name!r} has no option {key!r}; its options: {known}")
         default = defaults[key]
         if isinstance(value, str):
-            text = value.strip()
-            try:
-                if isinstance(default, bool):
-                    if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                        raise ValueError
-                    value = text.lower() in ("true", "1", "yes")
-                elif isinstance(default, int) or (default is None and text.isdigit()):
-                    value = int(text)
-                elif isinstance(default, float) or default is None:
-                    value = float(text)
-                else:
-                    value = text
-            except ValueError:
-                raise InputError(f"router option {key}={text!r} is not a valid {type(default).__name__}") from None
+            kind = type(default) if isinstance(default, (bool, int, float, str)) else None
+            value = parse_value(key, value, kind, what="router option")
         options[key] = value
     return options
 
