@@ -260,3 +260,23 @@ def test_a_terminated_check_prints_the_verdicts_so_far_and_exits_130(tmp_path):
     lines = out.splitlines()
     assert lines[0].split()[:2] == ["claim", "status"] and lines[1].split()[0] == "C1"  # the table so far
     assert "C5" not in out and "checked 1 claims" in out
+
+
+def test_the_exact_optimum_stopped_before_its_mip_keeps_fif_as_incumbent(monkeypatch):
+    """Inside ``stoppable`` (as ``kvtheory opt`` runs), Ctrl-C while the flow bound is computed returns
+    FIF's misses with the distinct-token bound, status interrupted; outside, KeyboardInterrupt."""
+    from kvtheory import Workload
+    from kvtheory.optimum import exact, interrupt
+
+    workload = Workload.from_token_lists([[2], [3], [1], [4, 1], [2, 1], [0], [3, 4], [3]])
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(exact, "weighted_paging_bound", interrupted)
+    with interrupt.stoppable():
+        result = exact.solve_optimum(workload, 4, batch=2)
+    assert (result.status, result.misses, result.fif_misses) == ("interrupted", 10, 10)
+    assert result.bound == workload.trie.distinct_tokens <= 9  # OPT is 9 (the docstring's instance)
+    with pytest.raises(KeyboardInterrupt):
+        exact.solve_optimum(workload, 4, batch=2)

@@ -103,7 +103,10 @@ def _check_expression_or_int(value, what: str, where: str) -> None:
     if isinstance(value, int) and not 1 <= value <= MAX_TOKENS:
         raise InputError(f"{where}: {what} must be an integer in 1 .. 2^40 (or an expression), got {show(value)}")
     if isinstance(value, str):
-        _parse_expression(value, what)
+        try:
+            _parse_expression(value, what)
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
 
 
 def expand(spec: Mapping, *, where: str = "spec") -> list[Cell]:

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from kvtheory.errors import InputError
 from kvtheory.model.batches import batches, validate
 from kvtheory.model.workload import Workload
+from kvtheory.optimum import interrupt
 from kvtheory.optimum.fif import FurthestInFuture, run_fif
 from kvtheory.optimum.flow_bound import weighted_paging_bound
 
@@ -84,7 +85,13 @@ def solve_optimum(
         fif = run_fif(workload, budget).misses
         return _result("fif", "optimal", fif, fif, fif, "FIF is exact at batch size 1", budget, batch, started)
     fif, start = fif_schedule(workload, budget, batch)
-    bound = weighted_paging_bound(workload.trie, batches(len(workload), batch), budget, workload.total_tokens)
+    try:
+        bound = weighted_paging_bound(workload.trie, batches(len(workload), batch), budget, workload.total_tokens)
+    except KeyboardInterrupt:  # Ctrl-C / SIGTERM: FIF is the incumbent; every distinct token is missed once
+        if not interrupt.in_scope():
+            raise
+        lower = workload.trie.distinct_tokens
+        return _result("fif", "interrupted", fif, lower, fif, None, budget, batch, started)
     if bound >= fif:
         return _result(
             "fif", "optimal", fif, fif, fif, "the weighted-paging flow bound meets FIF", budget, batch, started

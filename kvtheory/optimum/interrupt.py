@@ -43,6 +43,12 @@ _depth = 0  # nesting of stoppable() scopes (solving() opens one too)
 _requested = False  # a signal asked the running solves of the outermost scope to stop
 
 
+def in_scope() -> bool:
+    """Whether the caller runs inside :func:`stoppable` (then an interrupted computation that holds an
+    incumbent may return it instead of raising KeyboardInterrupt)."""
+    return _depth > 0
+
+
 def stop_requested() -> bool:
     """Whether a signal asked the solves of the current scope to stop."""
     return _requested
