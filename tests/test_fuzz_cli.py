@@ -109,3 +109,21 @@ def _run(argv: list[str], command: str, capsys) -> int:
     if code == 2:
         assert err.count("\n") == 1 and err.endswith("\n"), f"kvtheory {command} {argv}: {err!r}"
     return code
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [  # the holes reported in the issue: each was exit 0 or a traceback
+        (["evict", "--workload", "nested.jsonl", "--budget", "4", "--policy", "lru"], "token [1] is not an integer"),
+        (["opt", "--workload", "nested.jsonl", "--budget", "4"], "nested.jsonl:1: token [1] is not an integer"),
+        (["evict", "--workload", WORKLOAD, "--budget", "4", "--policy", "rlt", "--seed", "-1"], "--seed: must be a"),
+    ],
+)
+def test_the_reported_holes_are_one_line_errors(workdir, capsys, argv, needle):
+    (workdir / "nested.jsonl").write_text('{"tokens": [[1], [2]]}\n')
+    try:
+        code = main(argv)
+    except SystemExit as exited:
+        code = exited.code
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and needle in err, err

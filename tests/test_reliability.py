@@ -280,3 +280,30 @@ def test_the_exact_optimum_stopped_before_its_mip_keeps_fif_as_incumbent(monkeyp
     assert result.bound == workload.trie.distinct_tokens <= 9  # OPT is 9 (the docstring's instance)
     with pytest.raises(KeyboardInterrupt):
         exact.solve_optimum(workload, 4, batch=2)
+
+
+def test_a_workload_file_is_replaced_whole_so_a_reader_never_sees_half_of_one(tmp_path):
+    """Two counterexamples saved to one path (two `kvtheory check` runs): readers see one or the other."""
+    from kvtheory import Workload, read_workload, write_workload
+
+    path = tmp_path / "C3-token-lru.jsonl"
+    versions = [Workload.from_token_lists([[i, i + 1, i + 2]] * 3000) for i in (1, 7)]
+    write_workload(versions[0], path)
+    wanted = [v.token_lists() for v in versions]
+    stop = threading.Event()
+
+    def write_again_and_again() -> None:
+        n = 0
+        while not stop.is_set():
+            write_workload(versions[n % 2], path)
+            n += 1
+
+    writer = threading.Thread(target=write_again_and_again)
+    writer.start()
+    try:
+        for _ in range(100):
+            assert read_workload(path).token_lists() in wanted
+    finally:
+        stop.set()
+        writer.join()
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary file left behind
