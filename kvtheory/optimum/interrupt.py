@@ -21,7 +21,9 @@ How each solver stops:
   running :data:`GRACE_SECONDS` after it was asked, or at a second signal, is killed: there is no
   incumbent then, and the bound is the last one its log shows. A CBC that starts after the request
   (the model was still being written) is asked as soon as it appears. (Also on a hard deadline's
-  ``OutOfTime``, any CBC left is killed by ``solver_runtime.reaped_cbc``.)
+  ``OutOfTime``, any CBC left is killed by ``solver_runtime.reaped_cbc``.) A SIGTERM that reaches CBC
+  itself (sent to the whole process group, as some schedulers do) kills it at once: only the bound of its
+  log is left.
 * HiGHS runs in this process: an interrupt callback (simplex, interior point, branch and bound) sees the
   request and stops it, with its incumbent and dual bound (:class:`HiGHS`).
 """
