@@ -1,4 +1,4 @@
-"""Constructed worst-case request sequences for each bound of MODEL.md §3, and random prefix-tree
+"""Constructed worst-case request sequences for each bound of docs/claims.md, and random prefix-tree
 generators. Every module here registers its families in :mod:`kvtheory.workloads.registry`, so each is
 reachable as ``kvtheory generate NAME``."""
 

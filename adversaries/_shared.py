@@ -1,8 +1,8 @@
 """Helpers shared by the adversary families: checks, the star instance, harmonic numbers, ratios.
 
-Most worst cases of MODEL.md §3 live on a **star**: one shared prefix of ``L - 1`` token nodes and
+Most worst cases of docs/claims.md live on a **star**: one shared prefix of ``L - 1`` token nodes and
 ``k + 1`` one-token leaves under it, every query being the prefix plus one leaf (so |q| = L = L_max). With
-a budget B = k + L - 1 (equivalently k = B - L + 1, the slack of MODEL.md §1), the prefix is on every
+a budget B = k + L - 1 (equivalently k = B - L + 1, the slack of docs/model.md §The slack k), the prefix is on every
 query's path and never evictable, so the cache holds the prefix and at most k leaves: on this instance
 the tree model *is* classic paging with k + 1 pages and a cache of k pages (plus L - 1 compulsory prefix
 misses that every algorithm, the optimum included, pays once).

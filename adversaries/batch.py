@@ -1,4 +1,4 @@
-"""``batch``: batched requests that meet, or break on purpose, the assumptions of claim 7 (MODEL.md §3)."""
+"""``batch``: batched requests that meet, or break on purpose, the assumptions of claim 7 (docs/claims.md §C7)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def batch(
     each assumption on purpose:
 
     - ``repeat > 0``: repeated queries inside a batch (each copy pays its misses against the pre-batch
-      cache, MODEL.md §1), so a batch's cost counts a missed leaf several times.
+      cache, docs/model.md §Batches), so a batch's cost counts a missed leaf several times.
     - ``load > 0``: choose L = floor(load * B / beta) so that beta * L_max is about load * B; ``load``
       close to 1 makes k small, ``load > 1`` makes beta * L_max > B (k <= 0, the bound is vacuous),
       yet the input stays valid because the batch's queries share the prefix: the footprint

@@ -1,4 +1,4 @@
-"""``cyclic``: the classic paging lower bound k, lifted to prefix trees (MODEL.md §3, claim 2)."""
+"""``cyclic``: the classic paging lower bound k, lifted to prefix trees (docs/claims.md §C2)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def cyclic(*, seed: int = 0, k: int = 4, L: int = 4, n: int = 1000, B: int = 0) 
 
     Query i (i = 0..k) is the shared prefix p (L - 1 tokens) followed by leaf token x_i; the sequence
     requests leaves 0, 1, ..., k, 0, 1, ... (n queries in all). Serve it with B = k + L - 1 (or pass B:
-    then k = B - L + 1), so that the slack of MODEL.md §1 is k: the cache holds p and k of the k + 1
+    then k = B - L + 1), so that the slack (docs/model.md §The slack k) is k: the cache holds p and k of the k + 1
     leaves, and the instance is paging with k + 1 pages and k frames.
 
     Claim realised (claim 2, Sleator-Tarjan lifted to trees): every request goes to the leaf that was

@@ -1,4 +1,4 @@
-"""``imbalanced``: whole-node L-LRU is only linearly competitive in B at fixed k (MODEL.md §3, claim 4)."""
+"""``imbalanced``: whole-node L-LRU is only linearly competitive in B at fixed k (docs/claims.md §C4)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def imbalanced(*, seed: int = 0, B: int = 64, k: int = 2, n: int = 1000) -> Work
     The instance: a long query Q of L_max = B - k + 1 tokens (B - 1 at the default k = 2) and k short
     one-token queries s_1..s_k, all with distinct first tokens (no sharing); the sequence repeats the
     cycle Q, s_1, ..., s_k (n queries in all, k + 1 per cycle). Serve it with budget B: then the slack
-    of MODEL.md §1 is B - L_max + 1 = k, and next to Q the cache has room for only k - 1 shorts.
+    (docs/model.md §The slack k) is B - L_max + 1 = k, and next to Q the cache has room for only k - 1 shorts.
 
     Claim realised (claim 4, the paper's O(n) lower bound for leaf-LRU): when s_k arrives, the least
     recently used leaf is the whole node Q, so L-LRU throws away all B - k + 1 of its tokens to make room

@@ -1,4 +1,4 @@
-"""``yao``: uniform random requests over k+1 leaves, the randomized lower bound H_k (MODEL.md §3, claim 6)."""
+"""``yao``: uniform random requests over k+1 leaves, the randomized lower bound H_k (docs/claims.md §C6)."""
 
 from __future__ import annotations
 

@@ -4,9 +4,10 @@
     python benchmarks/mip_scaling.py --quick    # 5 s per instance, a smoke run
     python benchmarks/mip_scaling.py --scales 1 --joint-scales 16   # choose the prompt-length multipliers
 
-For each formulation ("token": MODEL.md's per-token MIP; "edge": one integer per radix edge and gap),
-instances of growing size (queries n = 4, 6, 8, 11, 16, ... a factor sqrt(2) apart) are solved until the
-first one not proven optimal within the time limit, counting model building and solving together
+For each formulation ("token": the per-token MIP of docs/model.md §The offline optimum; "edge": one
+integer per radix edge and gap), instances of growing size (queries n = 4, 6, 8, 11, 16, ... a factor
+sqrt(2) apart) are solved until the first one not proven optimal within the time limit, counting model
+building and solving together
 (and, for two workers, the LP relaxation solved for the lower bounds). The report gives the largest
 instance solved (its tokens T = sum |q_j|) and the first one that was not, for one worker (checked
 against FIF) and for two identical workers (the joint routing + eviction MIP, a_miss = 1,

@@ -1,4 +1,4 @@
-"""kvtheory: checkable theory of KV-cache eviction and cache-aware routing (see MODEL.md).
+"""kvtheory: checkable theory of KV-cache eviction and cache-aware routing (see docs/README.md).
 
 The names below are the public API. Those that pull in a MIP solver, the cluster model or Dask
 (``solve_mip``, ``solve_joint_mip``, ``makespan_lower_bounds``, ``Cluster``, ``cost_model``,

@@ -1,4 +1,4 @@
-"""Running one worker: an eviction policy over a workload (MODEL.md §1); ``drive`` serves any policy,
+"""Running one worker: an eviction policy over a workload (docs/model.md §Serving); ``drive`` serves any policy,
 the offline FIF included (:func:`kvtheory.optimum.fif.run_fif`)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""proofs_check: the claims of MODEL.md §3 as code, checked and attacked.
+"""proofs_check: the claims of docs/claims.md as code, checked and attacked.
 
 * :mod:`proofs_check.claims` — the registry (``CLAIMS``, ``select``, ``get``); one :class:`Claim` per
   statement with its status, assumptions, policies, sympy bound, kind, additive constant and adversary.

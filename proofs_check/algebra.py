@@ -5,7 +5,7 @@ Each :class:`Derivation` is a list of steps; a step is a sympy computation that 
 expressions it derives as arguments with the true ones as defaults, so a test can pass a changed
 expression and watch the derivation fail. ``verify_all()`` runs them all.
 
-Symbols as in MODEL.md: k the slack, B the budget, L = L_max, beta the batch size, M workers.
+Symbols as in docs/model.md §Symbols: k the slack, B the budget, L = L_max, beta the batch size, M workers.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Named assumptions: predicates over an :class:`~proofs_check.instance.Instance`.
 
 Each returns ``(holds, detail)``; the detail says by how much a failing assumption fails, in the symbols
-of MODEL.md (``beta*L_max = 9000 > B = 8192``). Assumptions about the policy (deterministic, online) are
+of docs/model.md §Symbols (``beta*L_max = 9000 > B = 8192``). Assumptions about the policy (deterministic, online) are
 stated in each claim's text and enforced by which policies the claim is run on, not by predicates here.
 """
 

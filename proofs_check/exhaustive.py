@@ -4,7 +4,7 @@ Independent of FIF and of the MIP: token nodes are numbered, a cache state is a 
 batch is served against every reachable state: hits are counted against the state before the batch,
 the batch's nodes are added, and when they do not fit every way to evict exactly the overflow is tried
 (an evicted set must be closed under cached descendants, so it can go leaf by leaf, and must avoid the
-batch's nodes: MODEL.md §1, demand paging). Exponential: meant for a few dozen token nodes.
+batch's nodes: docs/model.md §Eviction, demand paging). Exponential: meant for a few dozen token nodes.
 """
 
 from __future__ import annotations

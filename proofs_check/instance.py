@@ -1,4 +1,4 @@
-"""An instance: a workload plus the configuration a claim speaks of (MODEL.md §1-2).
+"""An instance: a workload plus the configuration a claim speaks of (docs/model.md, docs/cluster.md).
 
 Single-worker claims use ``budget`` B and ``batch`` beta; routing claims add ``workers`` M identical
 workers of budget B each, with service time Cost_ij = a_cached*h_ij + a_miss*(|q_j| - h_ij) + O_j where
@@ -38,7 +38,7 @@ class Instance:
 
     @property
     def k(self) -> int:
-        """k = B - beta*L_max + 1 (MODEL.md §1)."""
+        """k = B - beta*L_max + 1 (docs/model.md §The slack k)."""
         return slack(self.budget, self.max_length, self.batch)
 
     @cached_property

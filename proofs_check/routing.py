@@ -1,4 +1,4 @@
-"""The offline makespan model of MODEL.md §2, small and exact, for claims 8 and 9.
+"""The offline makespan model of docs/cluster.md §Offline makespan, small and exact, for claims 8 and 9.
 
 Every query is known up front and routed in workload order; worker i serves its queries in that order
 with its own eviction policy (L-LRU by default), q_j costs Cost_ij = a_cached*h_ij + a_miss*(|q_j| - h_ij)

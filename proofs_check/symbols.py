@@ -1,7 +1,7 @@
-"""The symbols of MODEL.md as sympy symbols, and exact evaluation of a bound on one instance.
+"""The symbols of docs/model.md §Symbols as sympy symbols, and exact evaluation of a bound on one instance.
 
 B budget (tokens), L = L_max (longest query), beta batch size, k = B - beta*L_max + 1 the slack,
-M workers, rho the hit benefit of a routing instance (MODEL.md §2: the largest factor by which a full
+M workers, rho the hit benefit of a routing instance (docs/claims.md §C9b: the largest factor by which a full
 hit shrinks a query's service time), n the length of a request sequence, OPT the optimum's cost.
 Bounds are sympy expressions in these symbols; they are evaluated exactly (harmonic numbers are
 rationals), so no floating-point tolerance can hide a violation.
@@ -23,7 +23,7 @@ n = sp.Symbol("n", integer=True, positive=True)
 OPT = sp.Symbol("OPT", nonnegative=True)
 H = sp.harmonic
 
-#: The slack of MODEL.md §1 as an expression: k = B - beta*L_max + 1 (beta = 1: B - L_max + 1).
+#: The slack of docs/model.md §The slack k as an expression: k = B - beta*L_max + 1 (beta = 1: B - L_max + 1).
 SLACK = B - beta * L + 1
 
 SYMBOLS = {s.name: s for s in (B, L, beta, k, M, rho, n, OPT)}

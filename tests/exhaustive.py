@@ -1,4 +1,4 @@
-"""An exhaustive optimum for tiny instances, written straight from MODEL.md §1 (token nodes as tuples).
+"""An exhaustive optimum for tiny instances, written straight from docs/model.md (token nodes as tuples).
 
 After each batch the cache may be any prefix-closed set of at most B token nodes that contains the
 batch's nodes and is drawn from what was cached plus the batch's nodes (no prefetch). Dynamic

@@ -1,4 +1,4 @@
-"""The adversary families of MODEL.md §3 realise their claims, measured against the exact optimum (FIF).
+"""The adversary families of docs/claims.md realise their claims, measured against the exact optimum (FIF).
 
 Margins are stated where they are used. Two ratios appear: ALG / OPT, and the steady-state ratio
 (ALG - D) / (OPT - D) with D the compulsory misses (distinct token nodes), the constant c of
@@ -45,7 +45,7 @@ def test_family_is_a_registered_documented_adversary(name):
     generator = GENERATORS[name]
     assert generator.kind == "adversary"
     doc = generator.function.__doc__
-    assert "claim" in doc.lower()  # each docstring names the claim of MODEL.md §3 it realises
+    assert "claim" in doc.lower()  # each docstring names the claim of docs/claims.md it realises
     first = generate(name, {}, seed=3).token_lists()
     assert generate(name, {}, seed=3).token_lists() == first  # deterministic under a seed
     assert generate(name, {}, seed=4).token_lists() != first  # the seed matters (labels at least)

@@ -1,4 +1,4 @@
-"""Several workers (MODEL.md §2): routers, the time-based simulation, the joint optimum, claims 8 and 9."""
+"""Several workers (docs/cluster.md): routers, the time-based simulation, the joint optimum, claims 8 and 9."""
 
 from __future__ import annotations
 

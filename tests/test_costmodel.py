@@ -1,4 +1,5 @@
-"""The GPU cost model (MODEL.md §2): data files, formulas, errors, the ``costmodel`` command, workers."""
+"""The GPU cost model (docs/cluster.md §GPU cost model): data files, formulas, errors, the ``costmodel``
+command, workers."""
 
 from __future__ import annotations
 

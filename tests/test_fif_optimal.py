@@ -55,7 +55,7 @@ def test_fif_is_an_upper_bound_with_batches(instance):
 
 
 class DepthFirstFIF(FurthestInFuture):
-    """MODEL.md's tie rule taken literally: depth before multiplicity."""
+    """The depth-first tie rule (docs/model.md §The offline optimum) taken literally: depth before multiplicity."""
 
     def _group_key(self, step, multiplicity):
         return step * self._width

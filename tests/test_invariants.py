@@ -1,4 +1,4 @@
-"""Model invariants (MODEL.md §1) of every online policy and of FIF, checked after every batch, plus
+"""Model invariants (docs/model.md §Eviction) of every online policy and of FIF, checked after every batch, plus
 depth-1 instances where the policies must be textbook paging algorithms (written here independently).
 """
 

@@ -133,8 +133,8 @@ def test_refresh_before_split_also_when_the_query_diverges():
 
 
 def test_variants_differ_often_enough_to_matter():
-    """On random workloads the no-refresh variant differs from SGLang's reading (MODEL.md: 'without the
-    refresh it does not' match); count it on a fixed sample so the claim is checked, not assumed."""
+    """On random workloads the no-refresh variant differs from SGLang's reading (docs/policies.md §L-LRU: without the
+    refresh the hits differ); count it on a fixed sample so the claim is checked, not assumed."""
     import numpy as np
 
     rng = np.random.default_rng(7)

@@ -1,5 +1,6 @@
 """The fast block sampler of kvtheory/policies/edge_cache.py has the distribution of one-token-at-a-time
-eviction (MODEL.md §1: RLT and random-leaf evict a uniformly random eligible leaf token, one at a time).
+eviction (docs/policies.md §Per edge and per token: RLT and random-leaf evict a uniformly random
+eligible leaf token, one at a time).
 
 Method. On fixed small instances where queries evict many tokens from several leaves of different
 lengths, the fast policy and the per-token reference (kvtheory.reference) each run over N seeds; the

@@ -1,4 +1,4 @@
-"""Workload generators of MODEL.md §4: determinism, structure, orders, and string parameters."""
+"""Workload generators of docs/formats.md §Generators: determinism, structure, orders, and string parameters."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``kvtheory check [CLAIM_ID ...] [--instances N] [--seed S] [--json]``: the claims of MODEL.md §3, checked.
+"""``kvtheory check [CLAIM_ID ...] [--instances N] [--seed S] [--json]``: the claims of docs/claims.md, checked.
 
 Also ``--drop ASSUMPTION CLAIM_ID`` (search without one assumption), ``--workload FILE --budget B ...``
 (evaluate claims on one given instance, e.g. a saved counterexample) and ``--list``.
@@ -18,7 +18,7 @@ from kvtheory.errors import InputError
 
 
 def register(commands) -> None:
-    parser = commands.add_parser("check", help="check the claims of MODEL.md §3 (proofs_check): table of verdicts")
+    parser = commands.add_parser("check", help="check the claims of docs/claims.md (proofs_check): table of verdicts")
     parser.add_argument("claims", nargs="*", metavar="CLAIM_ID", help="C1 .. C9 (C9 = C9a C9b C9c); none: all")
     parser.add_argument(
         "--instances",

@@ -1,4 +1,4 @@
-"""Several workers (MODEL.md §2): GPU cost model, routers, time-based simulation, offline makespan optimum.
+"""Several workers (docs/cluster.md): GPU cost model, routers, time-based simulation, offline makespan optimum.
 
 * :mod:`kvtheory.cluster.costmodel`: a_miss, a_cached, decode time and budget B from ``kvtheory/data``.
 * :mod:`kvtheory.cluster.cluster`: workers and the linear service time Cost_ij.

@@ -1,4 +1,4 @@
-"""Workers and clusters: the linear service-time model of MODEL.md §2.
+"""Workers and clusters: the linear service-time model of docs/cluster.md §Workers and service time.
 
 Service time of query j (|q_j| = L tokens, h of them hits, o_j output tokens) on worker i:
 

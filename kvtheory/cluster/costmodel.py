@@ -1,4 +1,5 @@
-"""GPU cost model of MODEL.md §2: a_miss, a_cached, decode time and the budget B from hardware facts.
+"""GPU cost model of docs/cluster.md §GPU cost model: a_miss, a_cached, decode time and the budget B
+from hardware facts.
 
 The facts live in data files (``kvtheory/data/gpus.csv`` and ``models.csv``), each row with its public
 source; users can pass their own CSV with the same columns (its rows are added, and replace packaged

@@ -1,4 +1,5 @@
-"""The offline makespan model of MODEL.md §2 for a workload on a cluster: optimum, bounds, router ratios.
+"""The offline makespan model of docs/cluster.md §Offline makespan for a workload on a cluster: optimum,
+bounds, router ratios.
 
 Offline objective (the paper's): every query is known up front; a routing sends q_j to a worker, each
 worker serves its queries in workload order, P_i = sum_{j -> i} Cost_ij, and the makespan is max_i P_i.

@@ -1,4 +1,4 @@
-"""Time-based simulation of M workers behind a router (MODEL.md §2), as a heapq event loop.
+"""Time-based simulation of M workers behind a router (docs/cluster.md §Cluster simulation), as a heapq event loop.
 
 Each query j arrives at a_j and is routed at once. Worker i owns an :class:`EvictionPolicy` over the
 workload's shared prefix trie and serves the queries routed to it in arrival order: whenever it is
@@ -14,8 +14,9 @@ arrival); makespan = last finish - first arrival; busy_i = the sum of worker i's
 
 Order of events at one instant: completions, then arrivals (routed in order), then idle workers start.
 So with every arrival at 0 the routing sees no completion and each worker's busy time is the offline
-load P_i of MODEL.md §2 (the paper's makespan objective is max_i busy_i), and a single worker serves
-batches of consecutive queries exactly as ``run_policy`` does: its hits are the same, query for query.
+load P_i of docs/cluster.md §Offline makespan (the paper's makespan objective is max_i busy_i), and a
+single worker serves batches of consecutive queries exactly as ``run_policy`` does: its hits are the
+same, query for query.
 
 Determinism: worker 0's policy gets ``seed`` itself (so one worker reproduces ``kvtheory evict
 --seed S``), worker i > 0 a seed drawn from SeedSequence([seed, i]); the router and Poisson arrivals get

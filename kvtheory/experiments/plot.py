@@ -2,7 +2,7 @@
 
 One panel per workload family; per policy, the mean ratio at each x with its 95% interval (the per-run
 ratios of every cell at that x pooled: policy seeds and instance seeds), and, for randomized policies,
-every per-seed ratio as a faint dot (the seed-stability picture). The theoretical curves of MODEL.md §3
+every per-seed ratio as a faint dot (the seed-stability picture). The theoretical curves of docs/claims.md
 are drawn in: k (deterministic lower bound, claims 2-3), 2 * H_k (RLT's upper bound, claim 5) and H_k
 (the randomized lower bound, claim 6), against k when x is k, and as horizontal lines when the panel
 has a single k. Matplotlib with the Agg backend: no display is needed.

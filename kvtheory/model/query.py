@@ -1,4 +1,5 @@
-"""Queries: non-empty token sequences with optional arrival time and output length (MODEL.md §1-2)."""
+"""Queries: non-empty token sequences with optional arrival time and output length
+(docs/model.md §Queries and token nodes)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The static prefix trie of a query universe, compressed to radix edges.
 
-Every cache state of MODEL.md §1 is a prefix-closed set of token nodes of the queries seen. Compress the
+Every cache state of docs/model.md §Cache is a prefix-closed set of token nodes of the queries seen. Compress the
 trie of all queries of a workload so that a node stands where two queries diverge or a query ends: then
 each radix edge e (from parent(e) to e) is a chain of ``edge_len[e]`` token nodes that no query enters
 or leaves in the middle. Every query is a root path of whole edges, and any prefix-closed cache keeps,

@@ -86,7 +86,7 @@ class Workload(Sequence):
         return [q.tokens.tolist() for q in self.queries]
 
 
-#: A workload line (MODEL.md §1-2): token ids t1..tL, arrival a_j in seconds, output length o_j.
+#: A workload line (docs/formats.md §Workload files): token ids t1..tL, arrival a_j in seconds, output length o_j.
 QUERY_RECORD = RecordType(
     "a query",
     {

@@ -3,9 +3,9 @@
 To make room, evict the cached leaf token whose next request is furthest in the future (never again
 counts as infinity); ties go to the token that the fewest queries of that next batch contain (its
 multiplicity m: every one of them will miss it), then to the deeper token, then to the larger trie
-node id. At batch size 1 every m is 1 and this is MODEL.md's rule word for word. At batch size >= 2,
-MODEL.md's rule (depth before multiplicity) is not optimal: with B = 7 and batches
-{[1,2,3,4], [1,2,3,5], [6,7]}, {[9], [10], [11]}, {[1,2,3,4], [1,2,3,5], [6,7]}, it evicts token
+node id. At batch size 1 every m is 1 and this is the rule of docs/model.md §The offline optimum word
+for word. At batch size >= 2, the depth-first rule (depth before multiplicity) is not optimal: with
+B = 7 and batches {[1,2,3,4], [1,2,3,5], [6,7]}, {[9], [10], [11]}, {[1,2,3,4], [1,2,3,5], [6,7]}, it evicts token
 (1,2,3), shared by two queries of the third batch, instead of (6,7), and pays 17 misses against the
 optimum's 16. Within one next batch, the evicted tokens cost the sum of their m; since m never grows
 from a node to its child, the set of the r smallest (m, -depth) tokens is itself a set of leaves to

@@ -1,4 +1,5 @@
-"""Exact offline optima by mixed-integer programming (MODEL.md §1 "MIP", §2 "Offline objective").
+"""Exact offline optima by mixed-integer programming (docs/model.md §The offline optimum,
+docs/cluster.md §Joint optimum).
 
 Symbols. Queries q_1..q_n, steps t = 0..S-1 (step t serves batch Q_t; batch 1 in the joint MIP, where
 step t is query t), budget B, radix edges v of the workload's :class:`PrefixTrie` with ``len(v)`` =
@@ -9,7 +10,7 @@ path. Misses of a run = sum over steps t, over queries j in Q_t (repeats pay aga
 
 Two exact formulations of the single-worker optimum (:func:`solve_mip`):
 
-* ``token``: MODEL.md's MIP verbatim, a binary x[u,t] for every token node u and step t.
+* ``token``: the MIP of docs/model.md §The offline optimum verbatim, a binary x[u,t] for every token node u and step t.
 * ``edge``: integers per radix edge, with steps compressed. Normal form: between consecutive requests
   r < r' of v nothing can refill v, so its kept count is non-increasing there, and only the value at r'-1
   reaches the objective. Setting it to that value over the whole gap r+1..r'-1 (and to 0 after v's last
@@ -272,7 +273,7 @@ def _variable(prob, name: str, low=None, up=None, cat=pulp.LpContinuous) -> pulp
 def _token_cache(
     prob, trie: PrefixTrie, steps: list[list[int]], budget: int, served: Served, tag: str, deadline: float | None
 ) -> dict:
-    """MODEL.md's MIP: binary x[u,t] per token node u, step t; x[u,-1] = 0.
+    """The MIP of docs/model.md §The offline optimum: binary x[u,t] per token node u, step t; x[u,-1] = 0.
 
     closure x[u,t] <= x[parent(u),t]; capacity sum_u x[u,t] <= B; residency x[u,t] >= s_t for u in Q_t;
     no prefetch x[u,t] <= x[u,t-1] + s_t [u in Q_t]; hits of j in Q_t = sum_{u in q_j} x[u,t-1]; here s_t
@@ -737,7 +738,8 @@ def solve_joint_mip(
     time_limit: float | None = None,
     formulation: str = "edge",
 ) -> JointResult:
-    """Minimum makespan over routings and evictions (MODEL.md §2): M = len(budgets) workers, batch 1.
+    """Minimum makespan over routings and evictions (docs/cluster.md §Joint optimum): M = len(budgets)
+    workers, batch 1.
 
     Each worker serves the queries routed to it in workload order; P_i = sum_{j -> i} Cost_ij with
     Cost_ij = a_cached_i h_ij + a_miss_i (|q_j| - h_ij) + O_ij. ``output_time`` gives O_ij: None (0), one

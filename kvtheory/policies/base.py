@@ -1,4 +1,4 @@
-"""The one small interface every eviction policy implements (MODEL.md §1)."""
+"""The one small interface every eviction policy implements (docs/policies.md §Interface)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,8 @@ from kvtheory.policies.radix import RadixPolicy
 
 @register_policy
 class FifoLeaf(RadixPolicy):
-    """FIFO-leaf (MODEL.md §1): one token at a time from the leaf inserted earliest; hits refresh nothing.
+    """FIFO-leaf (docs/policies.md §FIFO-leaf): one token at a time from the leaf inserted earliest; hits
+    refresh nothing.
 
     On depth-1 instances (one-token queries) this is textbook FIFO paging.
     """

@@ -6,7 +6,7 @@ from kvtheory.policies.radix import RadixPolicy
 
 @register_policy
 class LeafLRU(RadixPolicy):
-    """L-LRU (MODEL.md §1): evict the whole least-recently-accessed leaf node, never on the current path.
+    """L-LRU (docs/policies.md §L-LRU): evict the whole least-recently-accessed leaf node, never on the current path.
 
     Every node on a served query's path gets the current access time; a node the query diverges inside
     is refreshed before being split, so both halves count as accessed now, and the split-off tail keeps

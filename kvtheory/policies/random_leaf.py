@@ -10,7 +10,7 @@ from kvtheory.policies.edge_cache import LeafTokenSampler
 
 @register_policy
 class RandomLeaf(LeafTokenSampler):
-    """random-leaf (MODEL.md §1): evict a uniformly random cached leaf token off the current batch's
+    """random-leaf (docs/policies.md §random-leaf): evict a uniformly random cached leaf token off the current batch's
     paths, one token at a time; nothing is remembered between batches.
     """
 

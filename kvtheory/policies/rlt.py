@@ -11,7 +11,7 @@ from kvtheory.policies.edge_cache import LeafTokenSampler
 
 @register_policy
 class RandomizedLeafToken(LeafTokenSampler):
-    """RLT (MODEL.md §1): every token node of a served query is marked; to make room, evict a leaf token
+    """RLT (docs/policies.md §RLT): every token node of a served query is marked; to make room, evict a leaf token
     chosen uniformly at random among unmarked cached leaf tokens (never on the current path), one token
     at a time. When no unmarked leaf is left a new phase starts: all marks are cleared except the
     current batch's paths. Randomness: ``numpy.random.default_rng(seed)``.

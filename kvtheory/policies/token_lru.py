@@ -6,7 +6,8 @@ from kvtheory.policies.radix import RadixPolicy
 
 @register_policy
 class TokenLRU(RadixPolicy):
-    """token-LRU (MODEL.md §1): as L-LRU, but evict only the last token of the LRU leaf node at a time."""
+    """token-LRU (docs/policies.md §token-LRU): as L-LRU, but evict only the last token of the LRU leaf
+    node at a time."""
 
     name = "token-lru"
     refresh_on_hit = True

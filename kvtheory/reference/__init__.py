@@ -1,5 +1,5 @@
 """Straightforward per-token reference simulations of every policy (a dict of token nodes, one step per
-token), written from MODEL.md §1 independently of the fast per-edge code, to check it against.
+token), written from docs/model.md and docs/policies.md independently of the fast per-edge code, to check it against.
 
 >>> reference_run([[1], [2], [3], [1], [2], [3]], 2, "lru")
 [0, 0, 0, 0, 0, 0]

@@ -1,6 +1,6 @@
 """The shared core of the reference simulations: a dict of token nodes, one Python step per token.
 
-This is written from MODEL.md §1 alone, as a check on the fast policies (which work per radix edge):
+This is written from docs/model.md alone, as a check on the fast policies (which work per radix edge):
 a **token node** is a prefix (t1..ti) of a query, interned as a small integer id (id 0 is the empty
 prefix, the root). The cache is a set of token nodes, kept prefix-closed; ``cached[v]`` says whether v
 is cached and ``cached_children[v]`` counts its cached children, so v is a **leaf** of the cache when it
@@ -177,7 +177,7 @@ class LeafPool:
 
 
 class ReferencePolicy(ABC):
-    """One worker's cache simulated token by token (MODEL.md §1).
+    """One worker's cache simulated token by token (docs/model.md §Serving).
 
     Mirrors :class:`kvtheory.policies.base.EvictionPolicy`: ``serve(batch)`` takes query indices (into
     the ``queries`` given at construction) and returns each query's hits against the cache as it was
@@ -274,7 +274,7 @@ class EdgeNumbering:
 
 
 def check_instance(queries: list[list[int]], budget: int, batch: int) -> None:
-    """Raise InputError unless every batch's distinct token nodes fit in ``budget`` (MODEL.md §1)."""
+    """Raise InputError unless every batch's distinct token nodes fit in ``budget`` (docs/model.md §Batches)."""
     if isinstance(budget, bool) or not isinstance(budget, Integral) or budget <= 0:
         raise InputError(f"budget must be a positive number of tokens, got {budget}")
     if isinstance(batch, bool) or not isinstance(batch, Integral) or batch <= 0:

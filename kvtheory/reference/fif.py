@@ -1,12 +1,12 @@
-"""Reference FIF (furthest in future), token by token: the offline optimum of MODEL.md §1.
+"""Reference FIF (furthest in future), token by token: the offline optimum of docs/model.md §The offline optimum.
 
 To make room, evict the cached leaf token (off the batch's paths) whose next request is furthest in the
 future, where a token's next request is the first later step (batch index of the schedule) whose batch
 contains it, and never again counts as after every step. Ties: the token contained by the fewest queries
 of that next batch first (each of them will miss it), then the deeper token, then the token on the larger
 trie node id (kvtheory's PrefixTrie numbering of radix edges, the fixed order fif.py uses). At batch size
-1 the multiplicity is always 1 and this is MODEL.md's rule; kvtheory/optimum/fif.py explains why
-MODEL.md's depth-first rule is not optimal with batches.
+1 the multiplicity is always 1 and this is the rule of docs/model.md §The offline optimum;
+kvtheory/optimum/fif.py explains why the depth-first rule is not optimal with batches.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ exactly one cached child. Here every cached token v simply records ``run[v]``, t
 that holds it, and ``stamp[r]`` is run r's time (last access for LRU, insertion for FIFO). A run is a
 leaf when its last token is a leaf token, and its key is (stamp, creation id), smallest first.
 
-Serving a query (MODEL.md §1, L-LRU): walk its cached prefix token by token; every run entered is
+Serving a query (docs/policies.md §L-LRU): walk its cached prefix token by token; every run entered is
 accessed now. If the cached prefix stops inside a run (the query diverges there or ends there), that run
 is refreshed and then split after the last matched token: the upper part (the head) becomes a new run
 with a new creation id, the lower part (the tail) keeps the original id; both carry the run's stamp.

@@ -1,4 +1,4 @@
-"""Workload generators of MODEL.md §4, registered by name (see :mod:`kvtheory.workloads.registry`).
+"""Workload generators of docs/formats.md §Generators, registered by name (see :mod:`kvtheory.workloads.registry`).
 
 Every module of this package registers its generators on import.
 """

@@ -1,4 +1,4 @@
-"""Generated shared prefix (GSP) workloads of MODEL.md §4."""
+"""Generated shared prefix (GSP) workloads of docs/formats.md §gsp."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Heavy-tailed versus uniform query lengths over a shared-prefix structure (MODEL.md §4)."""
+"""Heavy-tailed versus uniform query lengths over a shared-prefix structure (docs/formats.md §heavytail)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Long-document question answering workloads (Loogle-like) of MODEL.md §4."""
+"""Long-document question answering workloads (Loogle-like) of docs/formats.md §longdoc."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Multi-turn chat workloads (ShareGPT/UltraChat-like) of MODEL.md §4."""
+"""Multi-turn chat workloads (ShareGPT/UltraChat-like) of docs/formats.md §multiturn."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Depth-1 workloads: every query is one token, so the model is classic paging (MODEL.md §1)."""
+"""Depth-1 workloads: every query is one token, so the model is classic paging (docs/formats.md §paging)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The claims of MODEL.md §3 as objects, in a registry keyed by id (``C1`` .. ``C9c``).
+"""The claims of docs/claims.md as objects, in a registry keyed by id (``C1`` .. ``C9c``).
 
-A :class:`Claim` states one bound in the symbols of MODEL.md: its status, the named assumptions an
+A :class:`Claim` states one bound in the symbols of docs/model.md §Symbols: its status, the named assumptions an
 instance must satisfy (:mod:`proofs_check.assumptions`), the policies or routers it speaks of, the bound
 as a sympy expression, whether it is an upper bound, a lower bound or an equality, its additive
 constant, and the adversary family that realises it when it is a lower bound. ``method`` knows how to

@@ -1,6 +1,6 @@
-"""Claims 1-7 of MODEL.md §3: one worker, eviction against the exact optimum (FIF).
+"""Claims 1-7 of docs/claims.md: one worker, eviction against the exact optimum (FIF).
 
-Symbols (MODEL.md §1): B budget, L_max longest query, beta batch size, k = B - beta*L_max + 1,
+Symbols (docs/model.md §Symbols): B budget, L_max longest query, beta batch size, k = B - beta*L_max + 1,
 OPT = the optimum's misses (FIF, exact by claim 1), ALG = the policy's misses, H_k = 1 + 1/2 + ... + 1/k.
 """
 
@@ -170,7 +170,7 @@ register(
         bound=k,
         kind="lower",
         adversary="adaptive",
-        source="Sleator & Tarjan 1985; MODEL.md §3.2",
+        source="Sleator & Tarjan 1985; docs/claims.md §C2",
         method=LowerEviction([_adaptive(2, 3), _adaptive(4, 4), _adaptive(8, 2)]),
     )
 )
@@ -217,7 +217,7 @@ register(
         bound=k,
         kind="upper",
         additive=B,
-        source="conjecture lifted from Sleator & Tarjan 1985 (MODEL.md §3.3)",
+        source="conjecture lifted from Sleator & Tarjan 1985 (docs/claims.md §C3)",
         method=UpperEviction(
             families=STAR_FAMILIES
             + [
@@ -280,7 +280,7 @@ register(
         bound=(B + 1) * k / (k + 1),
         kind="lower",
         adversary="imbalanced",
-        source="the paper's O(n) lower bound for leaf-LRU (MODEL.md §3.4)",
+        source="the paper's O(n) lower bound for leaf-LRU (docs/claims.md §C4)",
         method=LowerEviction(
             [_imbalanced(16, 2, 600), _imbalanced(32, 2, 900), _imbalanced(64, 2, 1500), _imbalanced(32, 3, 1200)]
         ),
@@ -304,7 +304,7 @@ register(
         bound=2 * H(k),
         kind="upper",
         additive=B,
-        source="the paper's logarithmic bound; marking analysis of Fiat et al. 1991 (MODEL.md §3.5)",
+        source="the paper's logarithmic bound; marking analysis of Fiat et al. 1991 (docs/claims.md §C5)",
         randomized=True,
         method=UpperEviction(
             families=STAR_FAMILIES
@@ -321,7 +321,7 @@ register(
             "False as stated with k = B - L_max + 1 (the same gap as claim 3): one query of B tokens sets k = 1, "
             "and the one-token queries that follow are paging with B frames, where every online policy pays "
             "about H_B per optimum miss (claim 6 with k = B). RLT's ratio on long-then-short B=16 is about 3.1 "
-            "> 2 H_1 = 2 and its excess over 2 H_1 * OPT grows linearly with n. Claims 5 and 6 with MODEL.md's "
+            "> 2 H_1 = 2 and its excess over 2 H_1 * OPT grows linearly with n. Claims 5 and 6 with this "
             "k contradict each other on that family for B >= 4 (H_B > 2).",
         ),
     )
@@ -369,7 +369,7 @@ register(
         bound=H(k),
         kind="lower",
         adversary="yao",
-        source="Yao 1977; Fiat et al. 1991 (MODEL.md §3.6)",
+        source="Yao 1977; Fiat et al. 1991 (docs/claims.md §C6)",
         randomized=True,
         method=LowerEviction([_yao(4, 2, 2000), _yao(8, 3, 3000)]),
     )
@@ -438,7 +438,7 @@ register(
         bound=2 * H(k),
         kind="upper",
         additive=B,
-        source="the paper's Theorem 5 (MODEL.md §3.7)",
+        source="the paper's Theorem 5 (docs/claims.md §C7)",
         randomized=True,
         method=UpperEviction(
             families=[

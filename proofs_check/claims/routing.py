@@ -1,4 +1,4 @@
-"""Claims 8 and 9 of MODEL.md §3: routing M identical workers, offline makespan (MODEL.md §2).
+"""Claims 8 and 9 of docs/claims.md: routing M identical workers, offline makespan (docs/cluster.md §Offline makespan).
 
 Symbols: M workers of budget B each, Cost_ij = a_cached*h_ij + a_miss*(|q_j| - h_ij) + O_j, P_i the
 sum of the costs routed to worker i, makespan max_i P_i, OPT the least makespan over routings and
@@ -43,7 +43,7 @@ register(
         policies=("least-load",),
         bound=2 - 1 / M,
         kind="upper",
-        source="Graham 1966 (MODEL.md §3.8)",
+        source="Graham 1966 (docs/claims.md §C8)",
         method=UpperRouting(
             families=[Family(f"graham-tight M={m}", lambda s, m=m: fam.graham_tight(M=m)) for m in (2, 3)],
             searches=[UNIFORM],
@@ -67,7 +67,7 @@ register(
         bound=M,
         kind="lower",
         adversary="hot-prefix (proofs_check.families)",
-        source="the paper's Figure 1 trade-off (MODEL.md §3.9)",
+        source="the paper's Figure 1 trade-off (docs/claims.md §C9a)",
         method=LowerRouting(
             [
                 Setting(
@@ -113,7 +113,7 @@ register(
         bound=rho,
         kind="lower",
         adversary="prefix-groups (proofs_check.families)",
-        source="the paper's Figure 1 trade-off (MODEL.md §3.9)",
+        source="the paper's Figure 1 trade-off (docs/claims.md §C9c)",
         method=LowerRouting(
             [
                 Setting(

@@ -1,4 +1,4 @@
-"""cache-aware: SGLang's router (sgl-router's cache_aware policy), as MODEL.md §2 states it."""
+"""cache-aware: SGLang's router (sgl-router's cache_aware policy), as docs/cluster.md §cache-aware states it."""
 
 from __future__ import annotations
 

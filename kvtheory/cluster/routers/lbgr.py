@@ -1,4 +1,4 @@
-"""LBGR: learning-based greedy routing (MODEL.md §2), and its variant that learns every coefficient."""
+"""LBGR: learning-based greedy routing (docs/cluster.md §lbgr), and its variant that learns every coefficient."""
 
 from __future__ import annotations
 

@@ -17,9 +17,9 @@ class LeastLoad(Router):
     the queries it routed there and has not seen finish of their predicted service time
     a_miss * |q| + O (the router knows no cache, so every token is predicted a miss; with
     a_cached = a_miss the prediction is exact). When every query arrives at once this is Graham's list
-    scheduling on the P_i of MODEL.md §2, the greedy of claim 8. ``load=requests``: queries in flight
-    (SGLang's shortest queue). ``load=tokens``: prompt tokens in flight. With ``oracle=true`` and
-    ``load=work`` the load is the worker's true backlog instead.
+    scheduling on the P_i of docs/cluster.md §Workers and service time, the greedy of claim 8.
+    ``load=requests``: queries in flight (SGLang's shortest queue). ``load=tokens``: prompt tokens in
+    flight. With ``oracle=true`` and ``load=work`` the load is the worker's true backlog instead.
     """
 
     name = "least-load"
