@@ -307,3 +307,24 @@ def test_a_workload_file_is_replaced_whole_so_a_reader_never_sees_half_of_one(tm
         stop.set()
         writer.join()
     assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary file left behind
+
+
+def test_an_interrupt_that_python_drops_in_a_gc_callback_is_delivered_again():
+    """Python drops an exception raised in a garbage-collector callback (where hypothesis, which
+    ``kvtheory check`` runs, has one), and a Ctrl-C or SIGTERM landing there was lost: the command
+    line's hook sends it again, so it still stops the command."""
+    import gc
+
+    from kvtheory.cli import _interrupts
+
+    def lands_in_a_gc_callback(phase, info):
+        gc.callbacks.remove(lands_in_a_gc_callback)
+        raise KeyboardInterrupt  # what a signal handler does when the signal arrives there
+
+    with pytest.raises(KeyboardInterrupt), _interrupts():
+        gc.callbacks.append(lands_in_a_gc_callback)
+        gc.collect()  # the KeyboardInterrupt is dropped here
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # and delivered again
+            time.sleep(0.001)
+    assert lands_in_a_gc_callback not in gc.callbacks
