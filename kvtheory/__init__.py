@@ -33,6 +33,7 @@ from kvtheory.policies import (
     RandomLeaf,
     TokenLRU,
     policy_class,
+    register_policy,
 )
 from kvtheory.ratio import RatioReport, competitive_ratio, harmonic, steady_ratio
 from kvtheory.simulate import RunResult, run_policy, run_seeds
@@ -83,6 +84,7 @@ __all__ = [
     "generate",
     "harmonic",
     "policy_class",
+    "register_policy",
     "read_workload",
     "run_fif",
     "run_policy",

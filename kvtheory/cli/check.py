@@ -83,10 +83,10 @@ def _options(args):
 
         policy_class(args.policy)
     if args.router is not None:
-        from proofs_check.routing import STAND_INS
+        from proofs_check.routing import ROUTERS
 
-        if args.router not in STAND_INS:
-            raise InputError(f"unknown router {args.router!r}; known here: {', '.join(STAND_INS)}")
+        if args.router not in ROUTERS:
+            raise InputError(f"unknown router {args.router!r}; known here: {', '.join(ROUTERS)}")
     return Options(
         instances=args.instances,
         seed=args.seed,

@@ -24,7 +24,7 @@ def _router_name(router) -> str:
 
 
 class UpperRouting(Method):
-    """makespan(router) <= f(M, rho) * OPT with OPT exact (enumeration with FIF per worker)."""
+    """makespan(router) <= f(M, rho) * OPT with OPT exact (subset DP with FIF per worker)."""
 
     def __init__(self, families: Sequence[Family], searches: Sequence[Search], eviction: str = "lru") -> None:
         self.families, self.searches, self.eviction = families, searches, eviction
@@ -57,15 +57,13 @@ class UpperRouting(Method):
         )
 
     def run(self, claim, opts: Options) -> CheckResult:
-        from proofs_check.routing import router_backend
-
         started = time.perf_counter()
         router = self.default_policy(claim, opts)
         worst = violation = None
         tried = 0
         notes = [
-            f"routers from {router_backend()}; every worker evicts with {self.eviction}; OPT by enumerating "
-            "routings with FIF on each worker"
+            f"routers from kvtheory.cluster.routers; every worker evicts with {self.eviction}; OPT by a dynamic "
+            "program over subsets of queries with FIF on each worker"
         ]
         for family in self.families:
             if not opts.wants_family(family.label):
@@ -117,13 +115,11 @@ class LowerRouting(Method):
         )
 
     def run(self, claim, opts: Options) -> CheckResult:
-        from proofs_check.routing import router_backend
-
         started = time.perf_counter()
         router = self.default_policy(claim, opts)
         worst = violation = None
         tried = 0
-        notes = [f"routers from {router_backend()}; every worker evicts with {self.eviction}"]
+        notes = [f"routers from kvtheory.cluster.routers; every worker evicts with {self.eviction}"]
         for setting in self.settings:
             if not opts.wants_family(setting.label):
                 continue
