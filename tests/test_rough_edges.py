@@ -128,3 +128,32 @@ def test_plot_names_an_unknown_family_and_a_file_that_holds_no_results(tmp_path)
     workload = tmp_path / "w.jsonl"
     workload.write_text('{"tokens": [1, 2]}\n')
     assert main(["plot", str(workload), "-o", str(tmp_path / "f.png")]) == 2
+
+
+FAILING_SPEC = """
+policies = ["lru"]
+budget = "k + L - 2"
+[[grid]]
+family = "cyclic"
+params = { k = [1, 2], L = 4, n = 50 }
+"""
+
+
+def test_a_typo_in_a_sweep_expression_stops_it_before_any_cell_runs(tmp_path, capsys):
+    spec = tmp_path / "typo.toml"
+    spec.write_text(FAILING_SPEC.replace("k + L - 2", "k + LL - 1"))
+    code, _, err = _cli(capsys, "sweep", spec, "-o", tmp_path / "out.jsonl")
+    assert code == 2 and not (tmp_path / "out.jsonl").exists()
+    assert err.count("\n") == 1 and "unknown name 'LL'" in err and err.count("budget expression") == 1
+
+
+def test_failed_cells_are_not_done_a_rerun_tries_them_again(tmp_path, capsys):
+    spec, out = tmp_path / "fail.toml", tmp_path / "out.jsonl"
+    spec.write_text(FAILING_SPEC)  # k = 1: B = 3 < the 4-token queries, the cell fails
+    _cli(capsys, "sweep", spec, "-o", out)
+    first = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted("error" in record for record in first) == [False, True]
+    code, stdout, _ = _cli(capsys, "sweep", spec, "-o", out)
+    second = [json.loads(line) for line in out.read_text().splitlines()]
+    assert "1 already in" in stdout and len(second) == 2  # the failed cell ran again, once
+    assert [r for r in first if "error" not in r] == [r for r in second if "error" not in r]
