@@ -1,28 +1,48 @@
-"""``kvtheory opt --workload FILE --budget B [--batch BETA] --solver fif|mip|highs [--time-limit S] --json``;
+"""``kvtheory opt --workload FILE --budget B [--batch BETA] [--solver exact|fif|mip|highs] [--time-limit S] --json``;
 with ``--workers M`` (and ``--gpu/--model``, or ``--budget`` with ``--a-miss/--a-cached``) the joint
-routing + eviction makespan optimum on small instances, and its lower bounds on any."""
+routing + eviction makespan optimum on small instances, and its lower bounds on any.
+
+Exit status: 0 with a result (``optimal``, or a bracket: ``time_limit`` / ``upper_bound``), 3 when a
+solver found no solution within the time limit (the line on stderr says so), 2 for bad input.
+"""
 
 from __future__ import annotations
+
+import sys
 
 from kvtheory.cli.common import add_json_option, emit
 from kvtheory.cli.route import add_cluster_options, build_cluster
 from kvtheory.errors import InputError
 from kvtheory.model.workload import read_workload
-from kvtheory.simulate import run_fif
+from kvtheory.optimum.exact import MIP_SOLVERS, fif_bracket, solve_optimum
 
-SOLVERS = ("fif", "mip", "highs")
+SOLVERS = ("exact", "fif", "mip", "highs")
+NO_SOLUTION = 3
 
 
 def register(commands) -> None:
-    parser = commands.add_parser("opt", help="exact offline optimum (FIF, or a MIP through PuLP)")
+    parser = commands.add_parser("opt", help="the exact offline optimum, with a proof (or a bracket)")
     parser.add_argument("--workload", required=True, metavar="FILE", help="JSON Lines workload file")
     parser.add_argument("--budget", type=int, metavar="B", help="cache budget B in tokens (per worker)")
     parser.add_argument("--batch", type=int, default=1, metavar="BETA", help="batch size beta (default 1)")
-    parser.add_argument("--solver", default="fif", help="fif (exact, O(T log T)), mip (CBC) or highs")
+    parser.add_argument(
+        "--solver",
+        default="exact",
+        help="exact (default: FIF at batch 1; at batch >= 2 FIF, a flow bound, then a MIP started from FIF), "
+        "fif (FIF alone: an upper bound at batch >= 2), mip (the MIP alone, CBC) or highs (the MIP alone, HiGHS)",
+    )
+    parser.add_argument("--mip-solver", default="highs", choices=MIP_SOLVERS, help="the exact solver's MIP back end")
     parser.add_argument("--formulation", default="edge", choices=("edge", "token"), help="MIP formulation")
-    parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS", help="MIP time limit")
+    parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS", help="limit on the whole solve")
     parser.add_argument("--workers", type=int, metavar="M", help="several workers: the joint makespan optimum")
     parser.add_argument("--output-len", type=int, metavar="N", help="with --workers: output tokens per query")
+    parser.add_argument(
+        "--method",
+        choices=("auto", "mip", "bounds"),
+        default="auto",
+        help="with --workers: mip (the joint MIP within --time-limit), bounds (lower bounds only), auto (default: "
+        "the MIP when the instance is small or --time-limit is given, else bounds)",
+    )
     add_cluster_options(parser, budget=False)
     add_json_option(parser)
     parser.set_defaults(run=run)
@@ -31,38 +51,59 @@ def register(commands) -> None:
 def run(args) -> int:
     if args.solver not in SOLVERS:
         raise InputError(f"unknown solver {args.solver!r}; known solvers: {', '.join(SOLVERS)}")
-    if args.time_limit is not None and args.time_limit <= 0:
+    if args.time_limit is not None and not args.time_limit > 0:
         raise InputError(f"--time-limit must be positive, got {args.time_limit}")
     if args.workers is not None:
         return _several_workers(args)
     if args.budget is None:
         raise InputError("--budget is required (or --workers M with a cluster)")
     workload = read_workload(args.workload)
-    if args.solver == "fif":
-        result = run_fif(workload, args.budget, batch=args.batch)
-        record = {"solver": "fif", "status": "optimal", **result.to_dict()}
-        del record["policy"], record["seed"]
+    if args.solver in ("exact", "fif"):
+        if args.solver == "exact":
+            result = solve_optimum(
+                workload, args.budget, batch=args.batch, time_limit=args.time_limit, mip_solver=args.mip_solver
+            )
+        else:
+            result = fif_bracket(workload, args.budget, batch=args.batch)
+        record = {
+            **result.to_dict(),
+            "budget": args.budget,
+            "queries": len(workload),
+            "tokens": workload.total_tokens,
+            "hit_rate": 1 - result.misses / workload.total_tokens,
+        }
     else:
         from kvtheory.optimum.mip import solve_mip
 
-        result = solve_mip(
+        record = solve_mip(
             workload,
             args.budget,
             batch=args.batch,
             solver="cbc" if args.solver == "mip" else "highs",
             time_limit=args.time_limit,
             formulation=args.formulation,
-        )
-        record = result.to_dict()
+        ).to_dict()
     emit(record, args.json)
-    return 0
+    return _exit_status(record, args)
+
+
+def _exit_status(record: dict, args) -> int:
+    """0, or NO_SOLUTION with one line on stderr when the solver stopped without any solution."""
+    if record["status"] != "no_solution":
+        return 0
+    print(
+        f"kvtheory opt: no solution found within the time limit ({args.time_limit} s); "
+        f"the best lower bound is {record['bound']}",
+        file=sys.stderr,
+    )
+    return NO_SOLUTION
 
 
 def _several_workers(args) -> int:
     from kvtheory.cluster.optimum import optimum_or_bounds
 
-    if args.solver == "fif":
-        args.solver = "mip"  # the joint optimum is a MIP; FIF stays the per-worker eviction inside it
+    if args.solver in ("exact", "fif"):
+        args.solver = "highs" if args.mip_solver == "highs" else "mip"  # the joint optimum is always a MIP
     if args.batch != 1:
         raise InputError("the joint makespan model serves one query at a time (--batch 1)")
     cluster = build_cluster(args, args.workers)
@@ -74,6 +115,7 @@ def _several_workers(args) -> int:
         solver="cbc" if args.solver == "mip" else "highs",
         time_limit=args.time_limit,
         formulation=args.formulation,
+        method=args.method,
     )
     emit(record, args.json)
-    return 0
+    return _exit_status(record, args)

@@ -306,30 +306,44 @@ def optimum_or_bounds(
     *,
     output_len: int | None = None,
     solver: str = "cbc",
-    time_limit: float | None = 60.0,
+    time_limit: float | None = None,
     formulation: str = "edge",
-    mip: bool | None = None,
+    method: str = "auto",
     lp: bool | None = None,
 ) -> dict:
-    """What ``kvtheory opt --workers M`` prints: the joint MIP's outcome on small instances (``mip``:
-    default up to ``AUTO_MIP_QUERIES`` queries), else only the lower bounds (the LP relaxation by
-    default up to ``AUTO_LP_QUERIES`` queries). ``status`` is ``optimal`` only when the solver proves
-    it; ``bounds_only`` when no MIP was attempted (``makespan`` is then None)."""
+    """What ``kvtheory opt --workers M`` prints.
+
+    ``method``: ``mip`` runs the joint MIP (within ``time_limit`` if given); ``bounds`` gives only the
+    lower bounds (with the LP relaxation by default up to ``AUTO_LP_QUERIES`` queries); ``auto`` runs the
+    MIP when a time limit is given or the instance has at most ``AUTO_MIP_QUERIES`` queries, else the
+    bounds. ``status`` is ``optimal`` only when the solver proves it, ``bounds_only`` when no MIP ran
+    (``makespan`` is then None and ``reason`` says why).
+    """
+    if method not in ("auto", "mip", "bounds"):
+        raise InputError(f"unknown method {method!r}; choose auto, mip or bounds")
     n = len(workload)
     record: dict = {"workers": len(cluster), "queries": n, "tokens": workload.total_tokens, "budgets": cluster.budgets}
-    if mip if mip is not None else n <= AUTO_MIP_QUERIES:
+    if method == "mip" or (method == "auto" and (time_limit is not None or n <= AUTO_MIP_QUERIES)):
         result = joint_optimum(
             workload, cluster, output_len=output_len, solver=solver, time_limit=time_limit, formulation=formulation
         )
         record.update(result.to_dict())
         record["best_lower_bound"] = best_lower_bound({**result.lower_bounds, "mip_bound": result.bound})
         return record
+    if method == "bounds":
+        reason = "asked for bounds only"
+    else:
+        reason = (
+            f"{n} queries, more than {AUTO_MIP_QUERIES}, and no time limit: the joint MIP was not attempted "
+            "(give a time limit, or method mip, to run it)"
+        )
     use_lp = n <= AUTO_LP_QUERIES if lp is None else lp
     bounds = lower_bounds(workload, cluster, output_len=output_len, lp=use_lp, solver=solver, formulation=formulation)
     record.update(
         solver=solver,
         formulation=formulation,
         status="bounds_only",
+        reason=reason,
         makespan=None,
         bound=best_lower_bound(bounds),
         gap=None,

@@ -60,12 +60,13 @@ class FurthestInFuture(EvictionPolicy):
     def _group_key(self, step: int, multiplicity: int) -> int:
         return step * self._width + (self._width - 1 - multiplicity)
 
-    def _kept_of(self, v: int) -> int:
+    def kept_of(self, v: int) -> int:
+        """Tokens of edge v cached now, counted from the edge's head."""
         group = self._groups.get(self._group_of[v])
         return 0 if group is None else group.kept_of(v)
 
     def cached_prefix(self, j: int) -> int:
-        return sum(self._kept_of(v) for v in self.trie.path(j))
+        return sum(self.kept_of(v) for v in self.trie.path(j))
 
     def kept(self) -> dict[int, int]:
         kept = {v: group.kept_of(v) for group in self._groups.values() for v in group.members()}

@@ -24,7 +24,7 @@ Two exact formulations of the single-worker optimum (:func:`solve_mip`):
 
 Both give the optimum of MODEL.md's model, which FIF attains (kvtheory.simulate.run_fif).
 
-Solvers: PuLP's bundled CBC, or HiGHS (``pip install kvtheory[highs]``). Misses are integers, so an
+Solvers: PuLP's bundled CBC, or HiGHS (highspy, installed with kvtheory). Misses are integers, so an
 absolute gap below 1 proves optimality and a lower bound may be rounded up. A run stopped by its time
 limit reports status ``time_limit`` (with its incumbent and the solver's proven bound) or
 ``no_solution``; it is ``optimal`` only if its bound, rounded up, already meets the incumbent (a proof).
@@ -41,7 +41,7 @@ import tempfile
 import time
 import warnings
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -50,6 +50,8 @@ import pulp
 from kvtheory.errors import InputError
 from kvtheory.model.trie import ROOT, PrefixTrie
 from kvtheory.model.workload import Workload
+from kvtheory.optimum.deadline import OutOfTime, hard_deadline, reaped_cbc
+from kvtheory.optimum.requests import edge_requests
 from kvtheory.simulate import batches, run_fif, validate
 
 SOLVERS = ("cbc", "highs")
@@ -109,7 +111,7 @@ def _check_solver(solver: str) -> None:
     if solver not in SOLVERS:
         raise InputError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
     if solver == "highs" and not pulp.HiGHS(msg=False).available():
-        raise InputError("solver 'highs' needs highspy: pip install kvtheory[highs]")
+        raise InputError("solver 'highs' needs highspy, which kvtheory installs: pip install highspy")
 
 
 def _check_formulation(formulation: str) -> None:
@@ -117,11 +119,27 @@ def _check_formulation(formulation: str) -> None:
         raise InputError(f"unknown formulation {formulation!r}; choose one of {', '.join(FORMULATIONS)}")
 
 
-def _solve(prob: pulp.LpProblem, solver: str, time_limit: float | None, *, mip: bool, gap_abs: float) -> _Outcome:
-    """Minimise ``prob`` (whose objective has no constant term)."""
-    if solver == "highs":
-        return _solve_highs(prob, time_limit, mip=mip, gap_abs=gap_abs)
-    return _solve_cbc(prob, time_limit, mip=mip, gap_abs=gap_abs)
+def _solve(
+    prob: pulp.LpProblem, solver: str, time_limit: float | None, *, mip: bool, gap_abs: float, warm: bool = False
+) -> _Outcome:
+    """Minimise ``prob`` (whose objective has no constant term); ``warm``: start from the variables'
+    initial values (``setInitialValue``), which must form a feasible solution.
+
+    ``time_limit`` holds for the whole call: the solver's own limit ends ``_MARGIN`` of it early, so
+    that it stops with its incumbent, and :func:`hard_deadline` stops whatever is still running at the
+    limit (then ``no_solution``: what the solver had is lost).
+    """
+    adapter = _solve_highs if solver == "highs" else _solve_cbc
+    own_limit = None if time_limit is None else time_limit * (1 - _MARGIN)
+    try:
+        with hard_deadline(time_limit):
+            return adapter(prob, own_limit, mip=mip, gap_abs=gap_abs, warm=warm)
+    except OutOfTime:
+        return _Outcome("no_solution", None, None)
+
+
+#: the part of a time limit left, after the solver's own limit, for handing the model over and back
+_MARGIN = 0.1
 
 
 def _linear_value(prob: pulp.LpProblem) -> float:
@@ -144,11 +162,15 @@ def _stdout_silenced():
         os.close(devnull)
 
 
-def _solve_highs(prob: pulp.LpProblem, time_limit: float | None, *, mip: bool, gap_abs: float) -> _Outcome:
+def _solve_highs(
+    prob: pulp.LpProblem, time_limit: float | None, *, mip: bool, gap_abs: float, warm: bool = False
+) -> _Outcome:
     import highspy
 
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    options = {"msg": False, "mip": mip, "gapAbs": gap_abs, "gapRel": 0.0}
     with _stdout_silenced():  # highspy prints a banner on the C stdout even with msg=False
-        prob.solve(pulp.HiGHS(msg=False, mip=mip, timeLimit=time_limit, gapAbs=gap_abs, gapRel=0.0))
+        prob.solve(_highs_until(deadline, warm)(**options))
     highs = prob.solverModel
     info = highs.getInfo()
     model_status = highs.getModelStatus()
@@ -160,6 +182,26 @@ def _solve_highs(prob: pulp.LpProblem, time_limit: float | None, *, mip: bool, g
         return _Outcome("optimal", objective, info.mip_dual_bound if mip else objective)
     bound = info.mip_dual_bound if mip and math.isfinite(info.mip_dual_bound) else None
     return _Outcome("time_limit" if has_incumbent else "no_solution", objective, bound)
+
+
+def _highs_until(deadline: float | None, warm: bool) -> type:
+    """PuLP's HiGHS interface, with HiGHS's time limit set to what is left until ``deadline`` once the
+    model is handed over (which takes a while on large models), and with ``warm`` the variables'
+    initial values given to HiGHS as a MIP start."""
+    import highspy
+
+    class HiGHSUntil(pulp.HiGHS):
+        def callSolver(self, lp):
+            if deadline is not None:
+                lp.solverModel.setOptionValue("time_limit", max(deadline - time.perf_counter(), 1e-3))
+            if warm:
+                solution = highspy.HighsSolution()
+                solution.col_value = [var.varValue for var in lp.variables()]  # PuLP's column order
+                solution.value_valid = True
+                lp.solverModel.setSolution(solution)
+            super().callSolver(lp)
+
+    return HiGHSUntil
 
 
 _CBC_BOUND = (
@@ -179,14 +221,19 @@ def _cbc_bound(log: str) -> float | None:
     return None
 
 
-def _solve_cbc(prob: pulp.LpProblem, time_limit: float | None, *, mip: bool, gap_abs: float) -> _Outcome:
+def _solve_cbc(
+    prob: pulp.LpProblem, time_limit: float | None, *, mip: bool, gap_abs: float, warm: bool = False
+) -> _Outcome:
     handle, log_path = tempfile.mkstemp(suffix=".log", prefix="kvtheory-cbc-")
     os.close(handle)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            command = pulp.PULP_CBC_CMD(msg=False, mip=mip, timeLimit=time_limit, gapAbs=gap_abs, logPath=log_path)
-        prob.solve(command)
+            command = pulp.PULP_CBC_CMD(
+                msg=False, mip=mip, timeLimit=time_limit, gapAbs=gap_abs, logPath=log_path, warmStart=warm
+            )
+        with reaped_cbc():
+            prob.solve(command)
         with open(log_path) as log:
             text = log.read()
     finally:
@@ -208,6 +255,8 @@ def _solve_cbc(prob: pulp.LpProblem, time_limit: float | None, *, mip: bool, gap
 # this worker has just before q_j's step, as a linear expression.
 
 Served = Sequence[int | pulp.LpVariable]
+#: a known schedule, {(edge v, step r): tokens of v cached just before step r}, for every request r of v
+Start = Mapping[tuple[int, int], int] | None
 
 
 def _variable(prob, name: str, low=None, up=None, cat=pulp.LpContinuous) -> pulp.LpVariable:
@@ -275,25 +324,24 @@ class _Segment:
 
 def _request_times(trie: PrefixTrie, steps: list[list[int]]) -> dict[int, list[int]]:
     """R(v): the steps whose batch contains edge v, increasing."""
-    times: dict[int, list[int]] = {}
-    for t, step in enumerate(steps):
-        for v in {v for j in step for v in trie.path(j)}:
-            times.setdefault(v, []).append(t)
-    return times
+    return {v: [t for t, _ in points] for v, points in edge_requests(trie, steps).items()}
 
 
-def _edge_segments(prob, v: int, length: int, times: list[int], served: Served, tag: str):
+def _edge_segments(prob, v: int, length: int, times: list[int], served: Served, tag: str, start: Start):
     """The segments of edge v (points at its requests, gaps between them) and its value before each request.
 
     A gap value g satisfies g <= the point before it. A point at r is len(v) on a worker that serves
     every step (``served`` all 1); on a routed worker it is len(v) y_r at v's first request, else an
-    integer e with len(v) y_r <= e <= before + len(v) y_r.
+    integer e with len(v) y_r <= e <= before + len(v) y_r. ``start[v, r]``, if given, is the gap's
+    value in a known schedule (the tokens of v it holds just before step r).
     """
     segments, before = [], {}
     previous = 0
     for k, r in enumerate(times):
         if k and r > times[k - 1] + 1:
             gap = _variable(prob, f"g{tag}_{v}_{r}", 0, length, cat=pulp.LpInteger)
+            if start is not None:
+                gap.setInitialValue(start[v, r])
             if not isinstance(previous, int):
                 prob += gap <= previous
             segments.append(_Segment(times[k - 1] + 1, r - 1, gap))
@@ -317,14 +365,25 @@ def _point_value(prob, v: int, length: int, r: int, previous, serve, tag: str):
 
 
 def _edge_cache(
-    prob, trie: PrefixTrie, steps: list[list[int]], budget: int, served: Served, tag: str, deadline: float | None
+    prob,
+    trie: PrefixTrie,
+    steps: list[list[int]],
+    budget: int,
+    served: Served,
+    tag: str,
+    deadline: float | None,
+    start: Start = None,
 ) -> dict:
-    """The step-compressed edge formulation (see the module docstring); returns hits[j]."""
+    """The step-compressed edge formulation (see the module docstring); returns hits[j].
+
+    With ``start`` (see ``_edge_segments``) every variable gets the value of that schedule in normal
+    form, a MIP start for the solver.
+    """
     times = _request_times(trie, steps)
     segments, before = {}, {}
     for v, ts in times.items():
         _check_deadline(deadline)
-        segments[v], before[v] = _edge_segments(prob, v, trie.edge_len[v], ts, served, tag)
+        segments[v], before[v] = _edge_segments(prob, v, trie.edge_len[v], ts, served, tag, start)
     _capacity(prob, segments, len(steps), budget, tag)
     _closure(prob, trie, segments, tag)
     return {j: pulp.lpSum(before[v][t] for v in trie.path(j)) for t, step in enumerate(steps) for j in step}
@@ -346,7 +405,9 @@ def _capacity(prob, segments: dict, n_steps: int, budget: int, tag: str) -> None
     level = 0
     for t in range(n_steps):
         occupancy = _variable(prob, f"o{tag}_{t}", 0, budget)
-        prob += occupancy == level + pulp.lpSum(starting[t]) - pulp.lpSum(ending[t])
+        change = pulp.lpSum(starting[t]) - pulp.lpSum(ending[t])
+        prob += occupancy == level + change
+        _start_like(occupancy, level + change)
         level = occupancy
 
 
@@ -372,6 +433,14 @@ def _is_constant(value) -> bool:
     return isinstance(value, (int, float))
 
 
+def _start_like(variable: pulp.LpVariable, value, full: int | None = None) -> None:
+    """Give ``variable`` the start value of ``value`` (an expression), or with ``full`` the flag
+    [value == full], when every variable in ``value`` has one."""
+    known = value if _is_constant(value) else pulp.LpAffineExpression(value).value()
+    if known is not None:
+        variable.setInitialValue(known if full is None else int(round(known) == full))
+
+
 def _full_flag(prob, v: int, length: int, segment: _Segment, k: int, full: dict, tag: str):
     """f(S_v): a binary (or S_v's own 0/1 value when len(v) = 1) that is 1 only if v is full during S_v."""
     if length == 1:
@@ -380,6 +449,7 @@ def _full_flag(prob, v: int, length: int, segment: _Segment, k: int, full: dict,
     if key not in full:
         flag = _variable(prob, f"f{tag}_{v}_{k}", cat=pulp.LpBinary)
         prob += segment.value >= length * flag
+        _start_like(flag, segment.value, full=length)
         full[key] = flag
     return full[key]
 
@@ -399,11 +469,14 @@ def solve_mip(
     solver: str = "cbc",
     time_limit: float | None = None,
     formulation: str = "edge",
+    start: Start = None,
 ) -> OptResult:
     """Minimum total misses on one worker of B = ``budget`` tokens at batch size beta = ``batch``.
 
     Maximises sum_t sum_{j in Q_t} h_j over the cache model of ``formulation`` (module docstring);
     misses = T - hits with T the workload's total tokens. ``time_limit`` is in seconds (None: none).
+    ``start`` (edge formulation only) is a feasible schedule the solver starts from, as
+    {(edge v, step r): tokens of v cached just before step r} for every request r of every edge.
 
     >>> w = Workload.from_token_lists([[1], [2], [3], [1], [2], [3]])
     >>> solve_mip(w, 2).misses   # Belady: 3 compulsory misses, then one miss per two requests
@@ -412,21 +485,29 @@ def solve_mip(
     validate(workload, budget, batch)
     _check_solver(solver)
     _check_formulation(formulation)
+    if start is not None and formulation != "edge":
+        raise InputError("a MIP start is given in the edge formulation's terms: use formulation='edge'")
     started = time.perf_counter()
     steps = [list(group) for group in batches(len(workload), batch)]
     prob = pulp.LpProblem("kvtheory_misses", pulp.LpMinimize)
     deadline = None if time_limit is None else started + time_limit
+    served = [1] * len(steps)
     try:
-        hits = _CACHE_MODELS[formulation](prob, workload.trie, steps, budget, [1] * len(steps), "", deadline)
-    except _OutOfTime:
+        with hard_deadline(time_limit):
+            if start is None:
+                hits = _CACHE_MODELS[formulation](prob, workload.trie, steps, budget, served, "", deadline)
+            else:
+                hits = _edge_cache(prob, workload.trie, steps, budget, served, "", deadline, start)
+            objective = -pulp.lpSum(hits.values())
+    except OutOfTime:
         return _unbuilt(solver, formulation, started, prob, bound=float(workload.trie.distinct_tokens))
-    objective = -pulp.lpSum(hits.values())
     offset = workload.total_tokens + objective.constant
     objective.constant = 0
     prob.setObjective(objective)
-    outcome = _solve(prob, solver, _remaining(deadline), mip=True, gap_abs=0.99)
+    outcome = _solve(prob, solver, _remaining(deadline), mip=True, gap_abs=0.99, warm=start is not None)
     misses = None if outcome.objective is None else round(offset + outcome.objective)
-    bound = None if outcome.bound is None else float(math.ceil(offset + outcome.bound - 1e-6))
+    # without a bound from the solver: each distinct token node is missed at least once
+    bound = float(workload.trie.distinct_tokens if outcome.bound is None else math.ceil(offset + outcome.bound - 1e-6))
     status = outcome.status
     if status == "optimal" or (status == "time_limit" and bound is not None and bound >= misses):
         status, bound = "optimal", float(misses)
@@ -443,18 +524,14 @@ def solve_mip(
     )
 
 
-class _OutOfTime(Exception):
-    """Building the model used up the time limit."""
-
-
 def _check_deadline(deadline: float | None) -> None:
     if deadline is not None and time.perf_counter() > deadline:
-        raise _OutOfTime
+        raise OutOfTime
 
 
 def _remaining(deadline: float | None) -> float | None:
-    """Seconds left for the solver (at least a token second, so a built model is always tried)."""
-    return None if deadline is None else max(deadline - time.perf_counter(), 1.0)
+    """Seconds left for the solver until ``deadline``."""
+    return None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
 
 
 def _unbuilt(solver: str, formulation: str, started: float, prob, bound: float) -> OptResult:
@@ -676,8 +753,9 @@ def solve_joint_mip(
     deadline = None if time_limit is None else started + time_limit
     lower = makespan_lower_bounds(workload, budgets, a_miss=a_miss, a_cached=a_cached, output_time=output_time)
     try:
-        prob, y = _joint_model(workload, workers, formulation, deadline)
-    except _OutOfTime:
+        with hard_deadline(time_limit):
+            prob, y = _joint_model(workload, workers, formulation, deadline)
+    except OutOfTime:
         lower["lp_relaxation"] = None
         return JointResult(
             solver=solver,
@@ -692,7 +770,8 @@ def solve_joint_mip(
             variables=0,
             constraints=0,
         )
-    relaxed = _solve(prob, solver, _remaining(deadline), mip=False, gap_abs=0.0)
+    left = _remaining(deadline)
+    relaxed = _solve(prob, solver, None if left is None else left / 2, mip=False, gap_abs=0.0)
     lower["lp_relaxation"] = relaxed.objective if relaxed.status == "optimal" else None
     outcome = _solve(prob, solver, _remaining(deadline), mip=True, gap_abs=1e-9)
     routing = makespan = None

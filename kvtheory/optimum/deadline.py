@@ -1,0 +1,75 @@
+"""Time limits that hold: a solve stops at its deadline whatever phase it is in.
+
+A solver's own limit (CBC's ``-sec``, HiGHS's ``time_limit``) covers its branch and bound, not the
+phases around it: PuLP handing a large model over (writing an MPS file, or adding HiGHS columns one by
+one in Python) and CBC's root LP can each outlast the limit many times over. :func:`hard_deadline`
+backs the solver's limit with an alarm that raises :class:`OutOfTime` in the main thread at the
+deadline, and :func:`reaped_cbc` kills a CBC process that such an interruption leaves behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import time
+
+
+class OutOfTime(Exception):
+    """The deadline passed before the solve finished."""
+
+
+@contextlib.contextmanager
+def hard_deadline(seconds: float | None):
+    """Raise OutOfTime in the block once ``seconds`` have passed (None: never).
+
+    A SIGALRM timer, so only in the main thread (elsewhere, e.g. in a Dask worker thread, the solvers'
+    own limits are all there is). An alarm armed by someone else (pytest-timeout, say) is put back, with
+    what was left of it, on the way out.
+    """
+    if seconds is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise OutOfTime
+
+    entered = time.monotonic()
+    previous_handler = signal.signal(signal.SIGALRM, expire)
+    previous_delay, previous_interval = signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-3))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous_handler)
+        if previous_delay > 0:
+            left = previous_delay - (time.monotonic() - entered)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), previous_interval)
+
+
+@contextlib.contextmanager
+def reaped_cbc():
+    """Kill, on the way out of the block, every CBC process PuLP started in it and left running."""
+    from pulp.apis import coin_api
+
+    real = coin_api.subprocess
+    started = []
+
+    class Spawner:  # coin_api's view of the subprocess module: the same, but it remembers each child
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def Popen(self, *args, **kwargs):  # noqa: N802 - subprocess's name
+            child = real.Popen(*args, **kwargs)
+            started.append(child)
+            return child
+
+    coin_api.subprocess = Spawner()
+    try:
+        yield
+    finally:
+        coin_api.subprocess = real
+        for child in started:
+            if child.poll() is None:
+                child.kill()
+                child.wait()

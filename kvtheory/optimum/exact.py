@@ -1,0 +1,135 @@
+"""The exact single-worker optimum at any batch size, with a proof of optimality (docs/optima.md).
+
+At batch size beta = 1, FIF is optimal (the exchange argument of claim C1): its misses are the optimum.
+At beta >= 2 it is not: a token missing before a batch costs its multiplicity m_t(v), which makes the
+problem weighted paging on a tree, where furthest-in-future can lose. :func:`solve_optimum` then
+
+1. runs FIF, a feasible schedule: an incumbent U (an upper bound on OPT);
+2. computes the weighted-paging flow bound L <= OPT (:mod:`kvtheory.optimum.flow_bound`); if L = U,
+   FIF is proven optimal on this instance and nothing else runs;
+3. otherwise solves the step-compressed edge MIP (:func:`kvtheory.optimum.mip.solve_mip`), started from
+   FIF's schedule, within what is left of the time limit. The result is optimal when the MIP's proven
+   bound, or L, meets its incumbent; a run stopped by the limit reports status ``time_limit`` with the
+   best incumbent and the best bound found, a bracket [bound, misses] that holds OPT.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+
+from kvtheory.errors import InputError
+from kvtheory.model.workload import Workload
+from kvtheory.optimum.fif import FurthestInFuture
+from kvtheory.optimum.flow_bound import weighted_paging_bound
+from kvtheory.simulate import batches, validate
+
+MIP_SOLVERS = ("highs", "cbc")
+
+
+@dataclass(frozen=True)
+class Optimum:
+    """The optimum's misses (the best incumbent), a proven lower bound, and how they were obtained.
+
+    ``status``: ``optimal`` (``bound`` = ``misses``, ``proof`` says why), ``time_limit`` (the solver
+    stopped; OPT lies in [bound, misses]) or ``upper_bound`` (FIF alone at beta >= 2, as asked).
+    ``gap`` = (misses - bound) / misses. ``fif_misses`` is FIF's cost, for its excess over OPT.
+    """
+
+    solver: str
+    status: str
+    misses: int
+    bound: int
+    gap: float
+    proof: str | None
+    fif_misses: int
+    batch: int
+    seconds: float
+
+    @property
+    def optimal(self) -> bool:
+        return self.status == "optimal"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def solve_optimum(
+    workload: Workload,
+    budget: int,
+    *,
+    batch: int = 1,
+    time_limit: float | None = None,
+    mip_solver: str = "highs",
+) -> Optimum:
+    """The minimum total misses on one worker of B = ``budget`` tokens at batch size beta = ``batch``.
+
+    ``time_limit`` (seconds, None: none) bounds the whole call; ``mip_solver`` is the MIP's back end.
+
+    >>> w = Workload.from_token_lists([[2], [3], [1], [4, 1], [2, 1], [0], [3, 4], [3]])
+    >>> opt = solve_optimum(w, 4, batch=2)
+    >>> opt.status, opt.misses, opt.fif_misses   # FIF pays one miss more at beta = 2
+    ('optimal', 9, 10)
+    """
+    validate(workload, budget, batch)
+    if mip_solver not in MIP_SOLVERS:
+        raise InputError(f"unknown MIP solver {mip_solver!r}; choose one of {', '.join(MIP_SOLVERS)}")
+    if time_limit is not None and not time_limit > 0:
+        raise InputError(f"time limit must be a positive number of seconds, got {time_limit}")
+    started = time.perf_counter()
+    fif, start = fif_schedule(workload, budget, batch)
+    if batch == 1:
+        return _result("fif", "optimal", fif, fif, fif, "FIF is exact at batch size 1", batch, started)
+    bound = weighted_paging_bound(workload.trie, batches(len(workload), batch), budget, workload.total_tokens)
+    if bound >= fif:
+        return _result("fif", "optimal", fif, fif, fif, "the weighted-paging flow bound meets FIF", batch, started)
+    from kvtheory.optimum.mip import solve_mip
+
+    left = None if time_limit is None else time_limit - (time.perf_counter() - started)
+    if left is not None and left <= 0:
+        return _result("fif", "time_limit", fif, bound, fif, None, batch, started)
+    mip = solve_mip(workload, budget, batch=batch, solver=mip_solver, time_limit=left, start=start)
+    misses = min(fif, mip.misses) if mip.misses is not None else fif
+    lower = max(bound, int(mip.bound)) if mip.bound is not None else bound
+    if lower >= misses:
+        proof = f"the edge MIP ({mip_solver}) proves its bound {misses}"
+        return _result(f"mip:{mip_solver}", "optimal", misses, misses, fif, proof, batch, started)
+    return _result(f"mip:{mip_solver}", "time_limit", misses, lower, fif, None, batch, started)
+
+
+def fif_bracket(workload: Workload, budget: int, *, batch: int = 1) -> Optimum:
+    """FIF's misses with the flow bound beside them: ``optimal`` at beta = 1 (FIF is exact there), else
+    ``upper_bound`` whatever the gap (a gap of 0 still shows FIF optimal on this instance).
+
+    >>> w = Workload.from_token_lists([[2], [3], [1], [4, 1], [2, 1], [0], [3, 4], [3]])
+    >>> fif_bracket(w, 4, batch=2).to_dict()["status"], fif_bracket(w, 4, batch=2).bound
+    ('upper_bound', 9)
+    """
+    validate(workload, budget, batch)
+    started = time.perf_counter()
+    fif, _ = fif_schedule(workload, budget, batch)
+    if batch == 1:
+        return _result("fif", "optimal", fif, fif, fif, "FIF is exact at batch size 1", batch, started)
+    bound = weighted_paging_bound(workload.trie, batches(len(workload), batch), budget, workload.total_tokens)
+    return _result("fif", "upper_bound", fif, bound, fif, None, batch, started)
+
+
+def fif_schedule(workload: Workload, budget: int, batch: int) -> tuple[int, dict[tuple[int, int], int]]:
+    """FIF's total misses, and its schedule as {(edge v, step r): tokens of v cached just before step r}
+    for every request r of every edge (a MIP start for :func:`kvtheory.optimum.mip.solve_mip`)."""
+    trie = workload.trie
+    schedule = batches(len(workload), batch)
+    fif = FurthestInFuture(trie, budget, schedule)
+    kept_before: dict[tuple[int, int], int] = {}
+    hits = 0
+    for t, group in enumerate(schedule):
+        for v in {v for j in group for v in trie.path(j)}:
+            kept_before[v, t] = fif.kept_of(v)
+        hits += sum(fif.serve(group))
+    return workload.total_tokens - hits, kept_before
+
+
+def _result(solver, status, misses, bound, fif, proof, batch, started) -> Optimum:
+    gap = 0.0 if bound >= misses else (misses - bound) / misses if misses else math.inf
+    return Optimum(solver, status, misses, bound, gap, proof, fif, batch, time.perf_counter() - started)
