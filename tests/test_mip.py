@@ -93,7 +93,7 @@ def test_bad_inputs_raise_input_error(monkeypatch):
     with pytest.raises(InputError, match="formulation"):
         solve_mip(workload, 3, formulation="path")
     monkeypatch.setattr(pulp.HiGHS, "available", lambda self: False)
-    with pytest.raises(InputError, match=r"pip install kvtheory\[highs\]"):
+    with pytest.raises(InputError, match=r"pip install highspy"):
         solve_mip(workload, 3, solver="highs")
 
 
