@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from hypothesis import example
+from hypothesis import example, settings
 from hypothesis import strategies as st
 
 from kvtheory import Workload
@@ -14,7 +14,8 @@ from kvtheory import Workload
 #: call a MIP solver): their examples take under 15 ms each on two loaded cores (measured with
 #: ``pytest --hypothesis-show-statistics``), so an example that takes a second means a loop gone
 #: super-linear, not a slow machine. A hang never ends an example; the suite's per-test timeout catches it.
-EXAMPLE_DEADLINE = timedelta(seconds=1)
+#: Mutation runs (profile "mutation") time nothing: a mutant is killed by a wrong result or not at all.
+EXAMPLE_DEADLINE = None if settings.get_current_profile_name() == "mutation" else timedelta(seconds=1)
 
 
 @st.composite
