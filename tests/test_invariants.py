@@ -11,7 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import BATCHED_BOUNDARIES, EXAMPLE_DEADLINE, UNBATCHED_BOUNDARIES, boundary_examples, instances
 
-from kvtheory import ONLINE_POLICIES, FurthestInFuture, Workload, batches, run_fif, run_policy
+from kvtheory import (
+    ONLINE_POLICIES,
+    FurthestInFuture,
+    RandomizedLeafToken,
+    Workload,
+    batches,
+    run_fif,
+    run_policy,
+)
 
 ALL = [*ONLINE_POLICIES, "fif"]
 RANDOMIZED = [name for name, cls in ONLINE_POLICIES.items() if cls.randomized]
@@ -234,3 +242,27 @@ def test_fifo_is_textbook_fifo_at_depth_one(case):
 def test_lru_is_textbook_lru_at_depth_one(name, case):
     pages, k = case
     assert run_policy(depth1(pages), k, name).query_hits.tolist() == lru(pages, k)
+
+
+def marking_phases(pages, k) -> int:
+    """Textbook marking phases: a phase ends just before the (k+1)-th distinct page it would hold."""
+    phases, seen = 1, set()
+    for p in pages:
+        if p not in seen and len(seen) == k:
+            phases, seen = phases + 1, set()
+        seen.add(p)
+    return phases
+
+
+@settings(max_examples=150, deadline=EXAMPLE_DEADLINE)
+@given(case=page_sequences, seed=st.integers(0, 2**32 - 1))
+@boundary_examples(*PAGE_BOUNDARIES, argument="case", seed=0)
+def test_rlt_phases_are_the_marking_phases_at_depth_one(case, seed):
+    """At depth one RLT is the randomized marking algorithm: whatever it evicts, its phases are the
+    textbook ones, fixed by the request sequence alone."""
+    pages, k = case
+    workload = depth1(pages)
+    policy = RandomizedLeafToken(workload.trie, k, seed=seed)
+    for j in range(len(pages)):
+        policy.serve([j])
+    assert policy.phases == marking_phases(pages, k)
