@@ -6,6 +6,7 @@ float) and ``"output_len"`` (int). Reading validates every line and names the li
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -80,6 +81,8 @@ class Workload(Sequence):
 
 
 _INT64_LIMITS = (np.iinfo(np.int64).min, np.iinfo(np.int64).max)
+#: a number written with a leading zero ("01"): not JSON, so the checked path must see the line
+_LEADING_ZERO = re.compile(rb"(?<![0-9])0[0-9]")
 
 
 def _fast_tokens(line: bytes) -> tuple[np.ndarray, dict] | None:
@@ -95,7 +98,7 @@ def _fast_tokens(line: bytes) -> tuple[np.ndarray, dict] | None:
     if key < 0 or start < 0 or stop < 0:
         return None
     text = line[start + 1 : stop]
-    if text.translate(None, b"0123456789, \t").strip() or not text.strip():
+    if text.translate(None, b"0123456789, \t").strip() or not text.strip() or _LEADING_ZERO.search(text):
         return None
     try:
         tokens = np.fromstring(text, dtype=np.int64, sep=",")
