@@ -68,6 +68,13 @@ SHARED_BATCHES_AT_BUDGET = _case([[0, 1], [0, 2], [3, 4], [3, 5], [0, 1], [0, 2]
 #: a batch of three equal queries, then a shorter last batch
 EQUAL_TRIPLE_AND_SHORT_LAST_BATCH = _case([[5, 5, 5], [5, 5, 5], [5, 5, 5], [6, 6], [6]], 3, 3)
 
+#: token-granular eviction (token-LRU, FIFO) that stops exactly at a trie node where another query ends, in
+#: batches whose nodes share their access time: the evicted node's end must move up to that trie node
+PARTIAL_EVICTION_AT_A_BRANCH = (
+    _case([[2], [1, 1, 2], [1], [0, 1, 1], [1, 2, 2, 2, 2], [1, 1], [1, 2, 1], [0, 1], [1, 1, 1]], 9, 2),
+    _case([[1, 2, 1], [1, 0, 0, 2, 2], [0, 2, 0, 2], [1], [1, 2], [1, 0], [0, 0]], 10, 2),
+)
+
 UNBATCHED_BOUNDARIES = (BUDGET_IS_LONGEST_QUERY, CYCLE_OVER_B_PLUS_ONE, EQUAL_AND_PREFIX_QUERIES, TIED_COUNTS)
 BATCHED_BOUNDARIES = (
     EQUAL_QUERIES_IN_BATCHES,

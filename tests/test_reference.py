@@ -12,7 +12,14 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import BATCHED_BOUNDARIES, EXAMPLE_DEADLINE, UNBATCHED_BOUNDARIES, boundary_examples, instances
+from strategies import (
+    BATCHED_BOUNDARIES,
+    EXAMPLE_DEADLINE,
+    PARTIAL_EVICTION_AT_A_BRANCH,
+    UNBATCHED_BOUNDARIES,
+    boundary_examples,
+    instances,
+)
 
 from kvtheory import ONLINE_POLICIES, FurthestInFuture, InputError, Workload, batches, run_fif, run_policy
 from kvtheory.reference import (
@@ -72,7 +79,7 @@ def test_lockstep_equal_reference_batch1(name, instance):
 @pytest.mark.parametrize("name", DETERMINISTIC)
 @settings(max_examples=150, deadline=EXAMPLE_DEADLINE)
 @given(instance=batched)
-@boundary_examples(*BATCHED_BOUNDARIES)
+@boundary_examples(*BATCHED_BOUNDARIES, *PARTIAL_EVICTION_AT_A_BRANCH)
 def test_runs_and_lockstep_equal_reference_batched(name, instance):
     workload, budget, batch = instance
     assert fast_run(workload, budget, name, batch) == reference_run(workload, budget, name, batch=batch)
