@@ -7,9 +7,17 @@ import math
 import numpy as np
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from strategies import instances, token_lists
+from strategies import (
+    BATCHED_BOUNDARIES,
+    EQUAL_QUERIES_IN_BATCHES,
+    EQUAL_TRIPLE_AND_SHORT_LAST_BATCH,
+    EXAMPLE_DEADLINE,
+    SHARED_BATCHES_AT_BUDGET,
+    instances,
+    token_lists,
+)
 
 from kvtheory import Workload, run_policy, write_workload
 from kvtheory.cli import main
@@ -30,7 +38,7 @@ from kvtheory.policies import ONLINE_POLICIES
 from kvtheory.workloads import generate
 
 PAPER_ROUTERS = ("round-robin", "random", "least-load", "cache-aware", "lbgr", "lbgr-full", "cache-aware-adaptive")
-LIGHT = settings(max_examples=40, deadline=None)
+LIGHT = settings(max_examples=40, deadline=EXAMPLE_DEADLINE)  # simulations of tiny instances, pure Python
 MIP = settings(max_examples=25, deadline=None)
 
 
@@ -83,6 +91,8 @@ def test_routers_do_not_see_true_caches_without_the_oracle_switch():
 
 @LIGHT
 @given(token_lists(max_queries=12, max_length=6, alphabet=3), st.lists(st.integers(0, 2), min_size=12, max_size=12))
+@example(tokens=[[1, 2], [1, 2], [1, 2], [1]], targets=[0, 1, 2, 0] + [0] * 8)  # equal matches everywhere
+@example(tokens=[[1, 2, 3], [1, 2], [1]], targets=[2] * 12)  # later queries are prefixes: no new tokens
 def test_approximate_trees_match_the_longest_prefix_sent_to_each_worker(tokens, targets):
     w = Workload.from_token_lists(tokens)
     trees = ApproxTrees(w.trie, 3)
@@ -140,6 +150,12 @@ def test_cache_aware_follows_sglang_rules():
 @given(
     instances(max_queries=12, max_length=6, max_batch=3), st.sampled_from(sorted(ONLINE_POLICIES)), st.integers(0, 9)
 )
+# batches whose footprint equals the budget exactly must be served whole, as run_policy serves them
+@example(instance=(Workload.from_token_lists([[1, 2, 3], [1, 2, 4, 5]]), 5, 2), policy="lru", seed=0)
+@example(instance=EQUAL_QUERIES_IN_BATCHES, policy="token-lru", seed=0)
+@example(instance=SHARED_BATCHES_AT_BUDGET, policy="rlt", seed=3)
+@example(instance=EQUAL_TRIPLE_AND_SHORT_LAST_BATCH, policy="lfu", seed=0)
+@example(instance=BATCHED_BOUNDARIES[1], policy="fifo", seed=0)
 def test_one_worker_reproduces_run_policy_hits_exactly(instance, policy, seed):
     workload, budget, batch = instance
     expected = run_policy(workload, budget, policy, batch=batch, seed=seed).query_hits
@@ -300,8 +316,16 @@ def cluster_instances(draw, max_queries=7, max_length=4, alphabet=2):
     return w, Cluster.uniform(m, budget, a_miss=1.0, a_cached=a_cached, decode_base=draw(st.sampled_from([0.0, 0.5])))
 
 
+# equal queries on identical workers whose budget is the query length
+EQUAL_QUERIES_CLUSTER = (
+    Workload.from_token_lists([[0, 1], [0, 1], [0, 1], [0, 1]]),
+    Cluster.uniform(2, 2, a_miss=1.0, a_cached=0.25, decode_base=0.5),
+)
+
+
 @MIP
 @given(cluster_instances())
+@example(EQUAL_QUERIES_CLUSTER)
 def test_joint_mip_equals_the_exhaustive_optimum_and_bounds_hold(instance):
     w, cluster = instance
     mip = joint_optimum(w, cluster, output_len=1)
@@ -314,6 +338,7 @@ def test_joint_mip_equals_the_exhaustive_optimum_and_bounds_hold(instance):
 
 @MIP
 @given(cluster_instances(), st.sampled_from(["lru", "rlt", "fifo"]))
+@example(EQUAL_QUERIES_CLUSTER, "lru")
 def test_claim_8_greedy_least_load_within_graham_bound_of_the_joint_mip(instance, eviction):
     """Claim 8: with a_cached = a_miss, greedy least-load has makespan <= (2 - 1/M) OPT."""
     w, cluster = instance
@@ -355,6 +380,8 @@ def test_lbgr_degenerates_to_least_load_without_caching_benefit():
 
 
 @given(token_lists(max_queries=12, max_length=5, alphabet=3), st.integers(2, 4))
+@example([[1, 2]] * 6, 3)  # equal loads at every step: the ties decide every routing
+@example([[1], [2], [3], [4]], 4)
 @LIGHT
 def test_lbgr_degenerates_to_least_load_on_random_instances(tokens, m):
     w = Workload.from_token_lists(tokens)

@@ -4,7 +4,7 @@ bound, exact where only ties decide, and on the batch instance where the depth-f
 from exhaustive import exhaustive_misses
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import instances
+from strategies import BATCHED_BOUNDARIES, EXAMPLE_DEADLINE, UNBATCHED_BOUNDARIES, boundary_examples, instances
 
 from kvtheory import Workload, run_fif, run_policy
 from kvtheory.model.batches import batches
@@ -13,8 +13,9 @@ from kvtheory.optimum.fif import FurthestInFuture
 COUNTEREXAMPLE = [[1, 2, 3, 4], [1, 2, 3, 5], [6, 7], [9], [10], [11], [1, 2, 3, 4], [1, 2, 3, 5], [6, 7]]
 
 
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=EXAMPLE_DEADLINE)
 @given(instances(max_queries=7, max_length=4, alphabet=2, max_batch=1))
+@boundary_examples(*UNBATCHED_BOUNDARIES)
 def test_fif_equals_exhaustive_optimum_at_batch_1(instance):
     workload, budget, batch = instance
     assert run_fif(workload, budget).misses == exhaustive_misses(workload.token_lists(), budget)
@@ -35,7 +36,7 @@ def repeated_batches(draw):
     return queries, need + draw(st.integers(0, 1)), beta
 
 
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=EXAMPLE_DEADLINE)
 @given(repeated_batches())
 def test_fif_equals_exhaustive_optimum_when_only_ties_decide(instance):
     """Every token of the first batch is next wanted at the same step, so distance never disagrees with
@@ -45,8 +46,9 @@ def test_fif_equals_exhaustive_optimum_when_only_ties_decide(instance):
     assert run_fif(workload, budget, batch=batch).misses == exhaustive_misses(queries, budget, batch)
 
 
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=EXAMPLE_DEADLINE)
 @given(instances(max_queries=7, max_length=4, alphabet=2, max_batch=3))
+@boundary_examples(*BATCHED_BOUNDARIES, (Workload.from_token_lists(COUNTEREXAMPLE), 7, 3))
 def test_fif_is_an_upper_bound_with_batches(instance):
     """At batch size >= 2 FIF is feasible, not optimal (tests/test_batched_optimum.py)."""
     workload, budget, batch = instance
@@ -92,8 +94,9 @@ def tied_suffixes(draw):
     return workload, need + draw(st.sampled_from([0, 1, 3, 10, 30])), beta
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=EXAMPLE_DEADLINE)
 @given(tied_suffixes())
+@boundary_examples(*UNBATCHED_BOUNDARIES, *BATCHED_BOUNDARIES)
 def test_fif_water_level_equals_the_per_token_reference(instance):
     """Hits and the cache itself (tokens kept per edge) after every batch: within one group, which of
     the tied tokens go changes no hit at batch 1, only the cache."""

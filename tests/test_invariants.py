@@ -9,9 +9,17 @@ from collections import OrderedDict
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import instances
+from strategies import BATCHED_BOUNDARIES, EXAMPLE_DEADLINE, UNBATCHED_BOUNDARIES, boundary_examples, instances
 
-from kvtheory import ONLINE_POLICIES, FurthestInFuture, Workload, batches, run_fif, run_policy
+from kvtheory import (
+    ONLINE_POLICIES,
+    FurthestInFuture,
+    RandomizedLeafToken,
+    Workload,
+    batches,
+    run_fif,
+    run_policy,
+)
 
 ALL = [*ONLINE_POLICIES, "fif"]
 RANDOMIZED = [name for name, cls in ONLINE_POLICIES.items() if cls.randomized]
@@ -72,8 +80,9 @@ def run(workload, budget, name, batch, seed=0):
 
 
 @pytest.mark.parametrize("name", ALL)
-@settings(max_examples=120)
+@settings(max_examples=120, deadline=EXAMPLE_DEADLINE)
 @given(instance=unbatched)
+@boundary_examples(*UNBATCHED_BOUNDARIES)
 def test_invariants_after_every_query(name, instance):
     workload, budget, batch = instance
     hits = check_every_batch(workload, budget, name, batch)
@@ -84,8 +93,9 @@ def test_invariants_after_every_query(name, instance):
 
 
 @pytest.mark.parametrize("name", ALL)
-@settings(max_examples=120)
+@settings(max_examples=120, deadline=EXAMPLE_DEADLINE)
 @given(instance=batched)
+@boundary_examples(*BATCHED_BOUNDARIES)
 def test_invariants_after_every_batch(name, instance):
     workload, budget, batch = instance
     hits = check_every_batch(workload, budget, name, batch)
@@ -94,8 +104,9 @@ def test_invariants_after_every_batch(name, instance):
     assert result.hits + result.misses == result.tokens == workload.total_tokens
 
 
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=EXAMPLE_DEADLINE)
 @given(instance=st.one_of(unbatched, batched))
+@boundary_examples(*UNBATCHED_BOUNDARIES, *BATCHED_BOUNDARIES)
 def test_fif_misses_at_most_every_online_policy(instance):
     workload, budget, batch = instance
     optimum = run_fif(workload, budget, batch=batch).misses
@@ -107,8 +118,9 @@ def test_fif_misses_at_most_every_online_policy(instance):
 
 
 @pytest.mark.parametrize("name", RANDOMIZED)
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=EXAMPLE_DEADLINE)
 @given(instance=st.one_of(unbatched, batched), seed=st.integers(0, 2**32 - 1))
+@boundary_examples(*UNBATCHED_BOUNDARIES, *BATCHED_BOUNDARIES, seed=0)
 def test_same_seed_same_run(name, instance, seed):
     workload, budget, batch = instance
     a = run_policy(workload, budget, name, batch=batch, seed=seed)
@@ -196,25 +208,61 @@ def test_lru_misses_every_request_on_a_cycle_over_k_plus_one_pages(name, k):
 
 
 page_sequences = st.tuples(st.lists(st.integers(0, 6), min_size=1, max_size=40), st.integers(1, 6))
+# (pages, k) the generator rarely draws: a cycle over k + 1 pages, one page over and over, a cache that
+# holds every page, k = 1 with a page that returns at every other step, ties in recency and in next use
+PAGE_BOUNDARIES = (
+    ([0, 1, 2, 0, 1, 2, 0, 1, 2], 2),
+    ([4] * 6, 1),
+    ([0, 1, 2, 3, 0, 1, 2, 3], 6),
+    ([0, 1, 0, 2, 0, 1, 0, 3], 1),
+    ([0, 1, 2, 3, 4, 5, 6], 3),
+)
 
 
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=EXAMPLE_DEADLINE)
 @given(case=page_sequences)
+@boundary_examples(*PAGE_BOUNDARIES, argument="case")
 def test_fif_is_belady_at_depth_one(case):
     pages, k = case
     assert run_fif(depth1(pages), k).query_hits.tolist() == belady(pages, k)
 
 
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=EXAMPLE_DEADLINE)
 @given(case=page_sequences)
+@boundary_examples(*PAGE_BOUNDARIES, argument="case")
 def test_fifo_is_textbook_fifo_at_depth_one(case):
     pages, k = case
     assert run_policy(depth1(pages), k, "fifo").query_hits.tolist() == fifo(pages, k)
 
 
 @pytest.mark.parametrize("name", ["lru", "token-lru"])
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=EXAMPLE_DEADLINE)
 @given(case=page_sequences)
+@boundary_examples(*PAGE_BOUNDARIES, argument="case")
 def test_lru_is_textbook_lru_at_depth_one(name, case):
     pages, k = case
     assert run_policy(depth1(pages), k, name).query_hits.tolist() == lru(pages, k)
+
+
+def marking_phases(pages, k) -> int:
+    """Textbook marking phases: a phase ends just before the (k+1)-th distinct page it would hold."""
+    phases, seen = 1, set()
+    for p in pages:
+        if p not in seen and len(seen) == k:
+            phases, seen = phases + 1, set()
+        seen.add(p)
+    return phases
+
+
+@settings(max_examples=150, deadline=EXAMPLE_DEADLINE)
+@given(case=page_sequences, seed=st.integers(0, 2**32 - 1))
+@boundary_examples(*PAGE_BOUNDARIES, argument="case", seed=0)
+def test_rlt_phases_are_the_marking_phases_at_depth_one(case, seed):
+    """At depth one RLT is the randomized marking algorithm: whatever it evicts, its phases are the
+    textbook ones, fixed by the request sequence alone."""
+    pages, k = case
+    workload = depth1(pages)
+    policy = RandomizedLeafToken(workload.trie, k, seed=seed)
+    for j in range(len(pages)):
+        policy.serve([j])
+    assert policy.phases == marking_phases(pages, k)

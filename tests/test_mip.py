@@ -7,9 +7,9 @@ import itertools
 import numpy as np
 import pulp
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from strategies import instances, token_lists
+from strategies import BATCHED_BOUNDARIES, UNBATCHED_BOUNDARIES, boundary_examples, instances, token_lists
 
 from kvtheory import InputError, Workload, run_fif
 from kvtheory.cluster.joint_mip import makespan_lower_bounds, routing_makespan, solve_joint_mip
@@ -27,6 +27,7 @@ def _check_optimal(result, expected: int) -> None:
 
 @settings(max_examples=50)
 @given(instances(**SMALL))
+@boundary_examples(*UNBATCHED_BOUNDARIES)
 def test_token_and_edge_mip_equal_fif(instance):
     workload, budget, batch = instance
     fif = run_fif(workload, budget, batch=batch).misses
@@ -36,6 +37,7 @@ def test_token_and_edge_mip_equal_fif(instance):
 
 @settings(max_examples=50)
 @given(instances(**SMALL, max_batch=3))
+@boundary_examples(*BATCHED_BOUNDARIES)
 def test_token_and_edge_mip_equal_fif_in_batches(instance):
     workload, budget, batch = instance
     fif = run_fif(workload, budget, batch=batch).misses
@@ -46,6 +48,7 @@ def test_token_and_edge_mip_equal_fif_in_batches(instance):
 @pytest.mark.skipif(not HAVE_HIGHS, reason="highspy is not installed")
 @settings(max_examples=25)
 @given(instances(**SMALL, max_batch=3))
+@boundary_examples(*BATCHED_BOUNDARIES)
 def test_highs_equals_fif(instance):
     workload, budget, batch = instance
     fif = run_fif(workload, budget, batch=batch).misses
@@ -91,7 +94,7 @@ def test_bad_inputs_raise_input_error(monkeypatch):
     with pytest.raises(InputError, match="formulation"):
         solve_mip(workload, 3, formulation="path")
     monkeypatch.setattr(pulp.HiGHS, "available", lambda self: False)
-    with pytest.raises(InputError, match=r"needs highspy"):
+    with pytest.raises(InputError, match=r"needs highspy.*pip install highspy"):
         solve_mip(workload, 3, solver="highs")
 
 
@@ -123,6 +126,22 @@ def joint_instances(draw, max_queries: int = 6, workers: int = 2):
     return workload, budgets, {"a_miss": a_miss, "a_cached": a_cached, "output_time": output}
 
 
+# joint instances the generator rarely draws: equal queries on identical workers whose budget is the
+# longest query; a worker too small for some queries, with its own costs and per-query output times
+JOINT_BOUNDARIES = (
+    (
+        Workload.from_token_lists([[0, 1], [0, 1], [0, 1], [2]]),
+        [2, 2],
+        {"a_miss": [2.0, 2.0], "a_cached": [1.0, 1.0], "output_time": None},
+    ),
+    (
+        Workload.from_token_lists([[0, 1, 2], [0], [0, 1, 2], [3], [0]]),
+        [3, 1],
+        {"a_miss": [1.0, 3.0], "a_cached": [0.0, 3.0], "output_time": [1, 0, 1, 0, 2]},
+    ),
+)
+
+
 def _brute_force(workload, budgets, kwargs) -> float:
     """min over all routings (each query on a worker it fits) of the makespan with FIF on every worker."""
     choices = [[i for i, b in enumerate(budgets) if q.length <= b] for q in workload]
@@ -139,6 +158,9 @@ def _check_joint(result, optimum: float) -> None:
 
 @settings(max_examples=40)
 @given(instances(**SMALL), st.integers(1, 4), st.integers(0, 4))
+@example(UNBATCHED_BOUNDARIES[0], 2, 2)  # a_cached = a_miss: caching is worth nothing
+@example(UNBATCHED_BOUNDARIES[0], 3, 0)  # hits are free
+@example(UNBATCHED_BOUNDARIES[2], 1, 1)
 def test_joint_with_one_worker_is_fif_cost(instance, a_miss, a_cached):
     workload, budget, _ = instance
     a_cached = min(a_cached, a_miss)
@@ -152,6 +174,7 @@ def test_joint_with_one_worker_is_fif_cost(instance, a_miss, a_cached):
 
 @settings(max_examples=40)
 @given(joint_instances())
+@boundary_examples(*JOINT_BOUNDARIES)
 def test_joint_with_equal_costs_is_makespan_scheduling(instance):
     workload, budgets, kwargs = instance
     kwargs = {**kwargs, "a_cached": kwargs["a_miss"]}
@@ -169,6 +192,7 @@ def test_joint_with_equal_costs_is_makespan_scheduling(instance):
 
 @settings(max_examples=40)
 @given(joint_instances())
+@boundary_examples(*JOINT_BOUNDARIES)
 def test_joint_mip_equals_brute_force(instance):
     workload, budgets, kwargs = instance
     optimum = _brute_force(workload, budgets, kwargs)
@@ -181,6 +205,7 @@ def test_joint_mip_equals_brute_force(instance):
 @pytest.mark.skipif(not HAVE_HIGHS, reason="highspy is not installed")
 @settings(max_examples=20)
 @given(joint_instances())
+@boundary_examples(*JOINT_BOUNDARIES)
 def test_joint_highs_equals_brute_force(instance):
     workload, budgets, kwargs = instance
     _check_joint(solve_joint_mip(workload, budgets, solver="highs", **kwargs), _brute_force(workload, budgets, kwargs))

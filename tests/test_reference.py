@@ -12,7 +12,14 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import instances
+from strategies import (
+    BATCHED_BOUNDARIES,
+    EXAMPLE_DEADLINE,
+    PARTIAL_EVICTION_AT_A_BRANCH,
+    UNBATCHED_BOUNDARIES,
+    boundary_examples,
+    instances,
+)
 
 from kvtheory import ONLINE_POLICIES, FurthestInFuture, InputError, Workload, batches, run_fif, run_policy
 from kvtheory.reference import (
@@ -53,23 +60,26 @@ def assert_lockstep(workload, budget, name, batch):
 
 
 @pytest.mark.parametrize("name", DETERMINISTIC)
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=EXAMPLE_DEADLINE)
 @given(instance=small)
+@boundary_examples(*UNBATCHED_BOUNDARIES)
 def test_runs_equal_reference_batch1(name, instance):
     workload, budget, batch = instance
     assert fast_run(workload, budget, name, batch) == reference_run(workload, budget, name, batch=batch)
 
 
 @pytest.mark.parametrize("name", DETERMINISTIC)
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=EXAMPLE_DEADLINE)
 @given(instance=longer)
+@boundary_examples(*UNBATCHED_BOUNDARIES)
 def test_lockstep_equal_reference_batch1(name, instance):
     assert_lockstep(*instance[:2], name, 1)
 
 
 @pytest.mark.parametrize("name", DETERMINISTIC)
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=EXAMPLE_DEADLINE)
 @given(instance=batched)
+@boundary_examples(*BATCHED_BOUNDARIES, *PARTIAL_EVICTION_AT_A_BRANCH)
 def test_runs_and_lockstep_equal_reference_batched(name, instance):
     workload, budget, batch = instance
     assert fast_run(workload, budget, name, batch) == reference_run(workload, budget, name, batch=batch)
@@ -77,8 +87,9 @@ def test_runs_and_lockstep_equal_reference_batched(name, instance):
 
 
 @pytest.mark.parametrize("name", ["rlt", "random-leaf"])
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=EXAMPLE_DEADLINE)
 @given(instance=batched, seed=st.integers(0, 2**32 - 1))
+@boundary_examples(*UNBATCHED_BOUNDARIES, *BATCHED_BOUNDARIES, seed=0)
 def test_randomized_references_run_and_repeat(name, instance, seed):
     # the reference checks its own invariants (budget, residency) after every batch
     workload, budget, batch = instance

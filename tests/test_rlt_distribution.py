@@ -26,9 +26,12 @@ from functools import cache
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import chi2_contingency, chisquare
+from strategies import EXAMPLE_DEADLINE
 
-from kvtheory import ONLINE_POLICIES, RandomizedLeafToken, Workload
+from kvtheory import ONLINE_POLICIES, RandomizedLeafToken, RandomLeaf, Workload
 from kvtheory.reference import reference_policy
 
 ALPHA = 0.001
@@ -182,6 +185,47 @@ def test_long_leaves_many_draws_per_block(name):
     ref = sample_reference(LONG_LEAVES, name, range(10**6, 10**6 + 1000), statistic=coarse)
     assert len(fast) > 10
     assert two_sample_pvalue(fast, ref) >= ALPHA
+
+
+@st.composite
+def candidates_and_draws(draw):
+    """Cached leaves of 1..6 tokens under the root (all candidates) and a block of draws over them."""
+    caps = draw(st.lists(st.integers(1, 6), min_size=1, max_size=6))
+    draws = draw(st.lists(st.integers(0, len(caps) - 1), min_size=1, max_size=40))
+    return caps, draws
+
+
+@settings(max_examples=300, deadline=EXAMPLE_DEADLINE)
+@given(candidates_and_draws())
+def test_scanned_and_counted_blocks_apply_the_same_draws_and_cut_at_the_same_place(case):
+    """The two ways of applying a block (a Python scan for short blocks, numpy counts for long ones) are
+    one rule: apply the draws in order up to and including the first that empties a candidate (all of
+    them if none does). Checked exactly, draw for draw, against that rule written out here."""
+    caps, draws = case
+    workload = Workload.from_token_lists([[leaf + 1] * cap for leaf, cap in enumerate(caps)])
+    outcomes = []
+    for take in ("_take_scanning", "_take_vectorized"):
+        policy = RandomLeaf(workload.trie, sum(caps))
+        for j in range(len(caps)):
+            policy.serve([j])  # fills the cache; nothing evicted, every leaf a candidate
+        nodes = policy._pool[: policy._pool_size].copy()
+        held = policy._kept[nodes]
+        counts = [0] * len(nodes)
+        expected_taken = len(draws)
+        for position, index in enumerate(draws):
+            counts[index] += 1
+            if counts[index] == held[index]:
+                expected_taken = position + 1
+                break
+        applied = draws[:expected_taken]
+        expected_kept = {int(v): int(held[i]) - applied.count(i) for i, v in enumerate(nodes)}
+        taken = getattr(policy, take)(draws if take == "_take_scanning" else np.array(draws), nodes, held.copy())
+        assert taken == expected_taken, take
+        assert policy.kept() == {v: k for v, k in expected_kept.items() if k}, take
+        # an emptied leaf leaves the candidates; the others stay
+        assert sorted(policy._pool[: policy._pool_size].tolist()) == sorted(v for v, k in expected_kept.items() if k)
+        outcomes.append((taken, policy.kept()))
+    assert outcomes[0] == outcomes[1]
 
 
 class TokenWeightedRLT(RandomizedLeafToken):

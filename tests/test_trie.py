@@ -1,7 +1,7 @@
 """The compressed prefix trie: token nodes, radix edges and paths are those of the plain token trie."""
 
-from hypothesis import given
-from strategies import token_lists
+from hypothesis import example, given, settings
+from strategies import EXAMPLE_DEADLINE, token_lists
 
 from kvtheory import PrefixTrie
 
@@ -10,13 +10,23 @@ def _token_nodes(sequences):
     return {tuple(s[:i]) for s in sequences for i in range(1, len(s) + 1)}
 
 
+@settings(deadline=EXAMPLE_DEADLINE)
 @given(token_lists(max_queries=12, max_length=6))
+@example([[1, 2], [1, 2]])  # equal queries
+@example([[1, 2, 3], [1, 2], [1]])  # each query a prefix of the one before: no branch, three ends
+@example([[1], [1, 2, 3]])  # a query extends an earlier one
+@example([[0]])
 def test_trie_counts_exactly_the_distinct_token_nodes(sequences):
     trie = PrefixTrie(sequences)
     assert trie.distinct_tokens == len(_token_nodes(sequences))
 
 
+@settings(deadline=EXAMPLE_DEADLINE)
 @given(token_lists(max_queries=12, max_length=6))
+@example([[1, 2], [1, 2]])
+@example([[1, 2, 3], [1, 2], [1]])
+@example([[1], [1, 2, 3]])
+@example([[0]])
 def test_paths_spell_each_query_and_nodes_sit_only_at_branches_or_ends(sequences):
     trie = PrefixTrie(sequences)
     ends = {trie.end[j] for j in range(len(sequences))}

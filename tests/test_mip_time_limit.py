@@ -1,0 +1,174 @@
+"""A MIP stopped before its proof is reported as such: status ``time_limit``, the incumbent, the solver's
+bound below it and a positive gap, for the single-worker and the joint MIP, through CBC and through HiGHS.
+
+A real time limit cannot reach this branch deterministically (on a fast machine the solver proves the
+optimum first; on a loaded one it may not even build the model), so each test runs the real solver and then
+makes it look stopped at its limit: the solver's answer keeps the incumbent it found (its variable values)
+but reports a time-limit status and a lower bound ``DROP`` below the incumbent's objective, exactly what
+CBC (status line and log) and HiGHS (model status and info) report when their clock runs out. Only the MIP
+solve is altered; the LP relaxation of the joint model is solved for real.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pulp
+import pytest
+
+from kvtheory import Workload, run_fif
+from kvtheory.cluster.joint_mip import routing_makespan, solve_joint_mip
+from kvtheory.optimum.mip import solve_mip
+
+HAVE_HIGHS = pulp.HiGHS(msg=False).available()
+SOLVERS = ["cbc", pytest.param("highs", marks=pytest.mark.skipif(not HAVE_HIGHS, reason="highspy is not installed"))]
+
+#: Belady on three pages with two slots: 3 compulsory misses, then one per two requests (optimum 4)
+PAGES = Workload.from_token_lists([[1], [2], [3], [1], [2], [3]])
+PAGES_OPT = 4
+#: two prefixes for two workers; with a_miss 2, a_cached 1 the optimum puts one prefix on each (makespan 6)
+JOINT = Workload.from_token_lists([[1, 2], [1, 2], [3, 4], [3, 4]])
+JOINT_KWARGS = {"a_miss": [2.0, 2.0], "a_cached": [1.0, 1.0]}
+JOINT_OPT = 6.0
+
+
+def _cbc_log(objective: float | None, bound: float) -> str:
+    """The tail of a CBC log stopped by its time limit, as CBC 2.10 writes it (``objective=None``: no
+    solution found). The root LP and the node reports carry weaker bounds than the summary's (the summary
+    is the latest); without a summary the last node report's is the best."""
+    best = f"{objective:g}" if objective is not None else "1e+50"
+    lines = [
+        f"Continuous objective value is {bound - 3.0:g} - 0.00 seconds",
+        f"Cbc0010I After 0 nodes, 1 on tree, {best} best solution, best possible {bound - 2.0:g} (0.01 seconds)",
+        f"Cbc0010I After 100 nodes, 7 on tree, {best} best solution, best possible {bound - 1.0:g} (0.95 seconds)",
+        "Cbc0020I Exiting on maximum time",
+        "",
+        "Result - Stopped on time limit",
+        "",
+    ]
+    if objective is None:
+        lines[2] = lines[2].replace(f"{bound - 1.0:g}", f"{bound:g}")
+        lines += ["No feasible solution found", "Enumerated nodes:               100"]
+    else:
+        lines += [
+            f"Objective value:                {objective:.8f}",
+            f"Lower bound:                    {bound:.3f}",
+            "Gap:                            0.10",
+            "Enumerated nodes:               100",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+class _StoppedHighs:
+    """A solved ``highspy.Highs`` seen as one stopped by its time limit with its incumbent and ``bound``."""
+
+    def __init__(self, highs, bound: float) -> None:
+        self._highs = highs
+        self._bound = bound
+
+    def getModelStatus(self):  # noqa: N802 (highspy's name)
+        import highspy
+
+        return highspy.HighsModelStatus.kTimeLimit
+
+    def getInfo(self):  # noqa: N802
+        info, bound = self._highs.getInfo(), self._bound
+
+        class Info:
+            def __getattr__(self, name):
+                return getattr(info, name)
+
+        stopped = Info()
+        stopped.primal_solution_status = 2  # kSolutionStatusFeasible: an incumbent exists
+        stopped.mip_dual_bound = bound
+        objective = self._highs.getInfo().objective_function_value
+        stopped.mip_gap = abs(objective - bound) / max(abs(objective), 1e-9)
+        return stopped
+
+    def __getattr__(self, name):
+        return getattr(self._highs, name)
+
+
+@pytest.fixture
+def stop_at_limit(monkeypatch):
+    """``stop_at_limit(drop)``: from now on every MIP solve finds the optimum, then reports itself stopped at
+    its time limit with that incumbent and a bound ``drop`` below its objective. ``keep=False`` (CBC only):
+    stopped without an incumbent, the best node bound ``drop`` below the optimum's objective."""
+    real_solve = pulp.LpProblem.solve
+
+    def install(drop: float, keep: bool = True):
+        def solve(prob, solver=None, **kwargs):
+            status = real_solve(prob, solver, **kwargs)
+            if not getattr(solver, "mip", False):
+                return status  # the LP relaxation: solved for real
+            assert prob.sol_status == pulp.LpSolutionOptimal, "the test instance must solve to optimality"
+            objective = pulp.value(prob.objective)
+            if isinstance(solver, pulp.HiGHS):
+                assert keep, "a HiGHS run without incumbent is not modelled here"
+                prob.solverModel = _StoppedHighs(prob.solverModel, objective - drop)
+                return status
+            with open(solver.optionsDict["logPath"], "w") as log:
+                log.write(_cbc_log(objective if keep else None, objective - drop))
+            prob.status = pulp.LpStatusNotSolved
+            prob.sol_status = pulp.LpSolutionIntegerFeasible if keep else pulp.LpSolutionNoSolutionFound
+            if not keep:
+                for variable in prob.variables():
+                    variable.varValue = None
+            return prob.status
+
+        monkeypatch.setattr(pulp.LpProblem, "solve", solve)
+
+    return install
+
+
+@pytest.mark.parametrize("formulation", ["edge", "token"])
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_stopped_single_mip_with_a_worse_bound_is_time_limit(stop_at_limit, solver, formulation):
+    assert run_fif(PAGES, 2).misses == PAGES_OPT
+    # the objective is -hits, so a bound 2.5 below it is 2.5 fewer misses: rounded up (misses are integers)
+    stop_at_limit(2.5)
+    result = solve_mip(PAGES, 2, solver=solver, formulation=formulation, time_limit=60)
+    assert result.status == "time_limit", result
+    assert result.misses == PAGES_OPT
+    assert result.bound == PAGES_OPT - 2 < result.misses
+    assert result.gap == pytest.approx(2 / PAGES_OPT) and result.gap > 0
+    record = result.to_dict()
+    assert (record["status"], record["misses"], record["bound"]) == ("time_limit", PAGES_OPT, PAGES_OPT - 2)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_bound_that_rounds_up_to_the_incumbent_is_a_proof(stop_at_limit, solver):
+    """Misses are integers: a bound within 1 of the incumbent, rounded up, meets it, so the incumbent is
+    optimal although the solver stopped at its limit; a bound 1 below it proves nothing."""
+    stop_at_limit(0.5)
+    result = solve_mip(PAGES, 2, solver=solver, time_limit=60)
+    assert (result.status, result.misses, result.bound, result.gap) == ("optimal", PAGES_OPT, PAGES_OPT, 0.0)
+    stop_at_limit(1.0)
+    result = solve_mip(PAGES, 2, solver=solver, time_limit=60)
+    assert (result.status, result.misses, result.bound) == ("time_limit", PAGES_OPT, PAGES_OPT - 1)
+    assert result.gap == pytest.approx(1 / PAGES_OPT)
+
+
+def test_stopped_cbc_without_incumbent_reports_its_best_node_bound(stop_at_limit):
+    stop_at_limit(1.5, keep=False)
+    result = solve_mip(PAGES, 2, solver="cbc", time_limit=60)
+    assert result.status == "no_solution"
+    assert result.misses is None and result.gap is None
+    assert result.bound == PAGES_OPT - 1  # ceil(4 - 1.5), from the last node report, not the root LP's 4 - 4.5
+
+
+@pytest.mark.parametrize("formulation", ["edge", "token"])
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_stopped_joint_mip_with_a_worse_bound_is_time_limit(stop_at_limit, solver, formulation):
+    stop_at_limit(1.5)
+    result = solve_joint_mip(JOINT, [4, 4], solver=solver, formulation=formulation, time_limit=60, **JOINT_KWARGS)
+    assert result.status == "time_limit", result
+    assert result.makespan == JOINT_OPT
+    assert result.routing is not None
+    assert routing_makespan(JOINT, result.routing, [4, 4], **JOINT_KWARGS) == JOINT_OPT
+    assert result.bound == pytest.approx(JOINT_OPT - 1.5) and result.bound < result.makespan
+    assert result.gap == pytest.approx(1.5 / JOINT_OPT) and result.gap > 0
+    # the LP relaxation is a real one: a lower bound, not the stopped solve's
+    assert result.lower_bounds["lp_relaxation"] is not None
+    assert result.lower_bounds["lp_relaxation"] <= JOINT_OPT + 1e-6
+    assert math.isfinite(result.lower_bounds["work_over_m"])
