@@ -6,6 +6,7 @@ float) and ``"output_len"`` (int). Reading validates every line and names the li
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -15,7 +16,7 @@ import numpy as np
 import orjson
 
 from kvtheory.errors import InputError
-from kvtheory.model.query import Query
+from kvtheory.model.query import BlockQuery, Query
 from kvtheory.model.trie import PrefixTrie
 
 _KNOWN_KEYS = frozenset({"tokens", "arrival", "output_len"})
@@ -46,7 +47,14 @@ class Workload(Sequence):
 
     @cached_property
     def trie(self) -> PrefixTrie:
-        """The compressed prefix trie of all queries (sequence j of the trie is query j)."""
+        """The compressed prefix trie of all queries (sequence j of the trie is query j); built from the blocks,
+        never the tokens, when every query is a :class:`BlockQuery` of one block size."""
+        sizes = {q.block_size if isinstance(q, BlockQuery) else None for q in self.queries}
+        if len(sizes) == 1 and None not in sizes:
+            block_size = sizes.pop()
+            return PrefixTrie.from_blocks(
+                [q.hash_ids for q in self.queries], [q.length for q in self.queries], block_size
+            )
         return PrefixTrie([q.tokens for q in self.queries])
 
     @classmethod
@@ -109,12 +117,14 @@ def _fast_tokens(line: bytes) -> tuple[np.ndarray, dict] | None:
     return tokens, rest
 
 
-def parse_query_line(line: bytes | str, where: str) -> Query:
-    """Parse and validate one JSON Lines record; ``where`` (e.g. ``"w.jsonl:7"``) prefixes errors."""
+def parse_query_line(line: bytes | str, where: str, unknown: set[str] | None = None) -> Query:
+    """Parse and validate one JSON Lines record; ``where`` (e.g. ``"w.jsonl:7"``) prefixes errors.
+
+    Keys other than tokens, arrival and output_len are ignored and added to ``unknown``."""
     fast = _fast_tokens(line) if isinstance(line, bytes) else None
     if fast is not None:
         tokens, rest = fast
-        return Query(tokens, *_optional_fields(rest, where))
+        return Query(tokens, *_optional_fields(rest, where, unknown))
     try:
         record = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
@@ -139,14 +149,13 @@ def parse_query_line(line: bytes | str, where: str) -> Query:
                 raise InputError(f"{where}: token {token!r} is not an integer")
         if array is None or array.dtype != np.int64:
             raise InputError(f"{where}: a token id does not fit in a signed 64-bit integer")
-    return Query(array, *_optional_fields(record, where))
+    return Query(array, *_optional_fields(record, where, unknown))
 
 
-def _optional_fields(record: dict, where: str) -> tuple[float | None, int | None]:
-    """Validate the optional ``arrival`` and ``output_len`` of a record (unknown keys are errors)."""
-    unknown = set(record) - _KNOWN_KEYS
-    if unknown:
-        raise InputError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: tokens, arrival, output_len")
+def _optional_fields(record: dict, where: str, unknown: set[str] | None) -> tuple[float | None, int | None]:
+    """Validate the optional ``arrival`` and ``output_len`` of a record; collect its unknown keys."""
+    if unknown is not None and len(record) > 1:
+        unknown.update(set(record) - _KNOWN_KEYS)
     arrival = record.get("arrival")
     if arrival is not None and (type(arrival) not in (int, float) or not np.isfinite(arrival) or arrival < 0):
         raise InputError(f"{where}: 'arrival' must be a non-negative number of seconds, got {arrival!r}")
@@ -165,7 +174,7 @@ def read_workload(path: str | Path) -> Workload:
     """Read and validate a JSON Lines workload; blank lines are skipped.
 
     Raises InputError naming ``path:line`` for the first bad line, or the file for an unreadable or
-    empty one.
+    empty one. Unknown keys are ignored, with one warning line on stderr naming them all.
     """
     path = Path(path)
     try:
@@ -173,13 +182,22 @@ def read_workload(path: str | Path) -> Workload:
     except OSError as exc:
         raise InputError(f"{path}: cannot read workload file ({exc.strerror})") from None
     queries, lines = [], []
+    unknown: set[str] = set()
     for number, line in enumerate(data.split(b"\n"), start=1):
         if line.strip():
-            queries.append(parse_query_line(line, f"{path}:{number}"))
+            queries.append(parse_query_line(line, f"{path}:{number}", unknown))
             lines.append(number)
     if not queries:
         raise InputError(f"{path}: empty workload: the file has no queries")
+    warn_unknown_keys(path, unknown, "tokens, arrival, output_len")
     return Workload(tuple(queries), str(path), tuple(lines))
+
+
+def warn_unknown_keys(path, unknown: set[str], known: str) -> None:
+    """One line on stderr naming the keys a reader ignored (so that a typo stays visible)."""
+    if unknown:
+        names = ", ".join(repr(key) for key in sorted(unknown))
+        print(f"kvtheory: warning: {path}: ignored unknown key(s) {names}; known: {known}", file=sys.stderr)
 
 
 def write_workload(workload: Workload, path: str | Path) -> None:
