@@ -9,12 +9,14 @@ import sys
 
 import orjson
 
+from kvtheory.cli.common import add_format_options, load_workload
 from kvtheory.errors import InputError
 
 
 def register(commands) -> None:
     parser = commands.add_parser("assumptions", help="which claims' assumptions a workload and configuration meet")
-    parser.add_argument("--workload", required=True, metavar="FILE", help="JSON Lines workload file")
+    parser.add_argument("--workload", required=True, metavar="FILE", help="workload file (see --format)")
+    add_format_options(parser)
     parser.add_argument("--budget", required=True, type=int, metavar="B", help="cache budget B in tokens")
     parser.add_argument("--batch", type=int, default=1, metavar="BETA", help="batch size beta (default 1)")
     parser.add_argument("--workers", type=int, default=1, metavar="M", help="identical workers (default 1)")
@@ -26,7 +28,6 @@ def register(commands) -> None:
 
 
 def run(args) -> int:
-    from kvtheory.model.workload import read_workload
     from proofs_check.assumptions import evaluate_assumptions
     from proofs_check.claims import select
     from proofs_check.instance import Instance
@@ -41,7 +42,7 @@ def run(args) -> int:
     a_miss = args.a_miss if args.a_miss is not None else max(a_cached, 1.0)
     if a_cached < 0 or a_miss < 0:
         raise InputError("--a-cached and --a-miss must be non-negative")
-    workload = read_workload(args.workload)
+    workload = load_workload(args)
     instance = Instance(workload, args.budget, args.batch, args.workers, a_cached, a_miss)
     claims = select(args.claims or [])
     rows = []

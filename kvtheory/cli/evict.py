@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from kvtheory.cli.common import add_json_option, add_workload_options, emit
+from kvtheory.cli.common import add_json_option, add_workload_options, emit, load_workload
 from kvtheory.errors import InputError
 from kvtheory.model.batches import validate
-from kvtheory.model.workload import read_workload
 from kvtheory.policies import policy_class
 from kvtheory.simulate import run_seeds
 from kvtheory.stats import summarize
@@ -25,7 +24,7 @@ def run(args) -> int:
     cls = policy_class(args.policy)
     if args.seeds < 1:
         raise InputError(f"--seeds must be at least 1, got {args.seeds}")
-    workload = read_workload(args.workload)
+    workload = load_workload(args)
     validate(workload, args.budget, args.batch)
     seeds = range(args.seed, args.seed + (args.seeds if cls.randomized else 1))
     runs = run_seeds(workload, args.budget, cls, seeds, batch=args.batch)

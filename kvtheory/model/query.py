@@ -74,11 +74,13 @@ class BlockQuery:
         return expanded[: self.length]
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, BlockQuery)
-            and (self.hash_ids, self.length, self.block_size, self.arrival, self.output_len)
-            == (other.hash_ids, other.length, other.block_size, other.arrival, other.output_len)
-        )
+        return isinstance(other, BlockQuery) and (
+            self.hash_ids,
+            self.length,
+            self.block_size,
+            self.arrival,
+            self.output_len,
+        ) == (other.hash_ids, other.length, other.block_size, other.arrival, other.output_len)
 
     def __hash__(self) -> int:
         return hash((self.hash_ids, self.length, self.block_size))

@@ -79,6 +79,4 @@ def chat_blocks(
             stream_len = length + int(outputs[t])
             clock += float(timing.exponential(think)) if think > 0 else 0.0
     requests.sort(key=lambda r: r[:3])
-    return Workload(
-        tuple(BlockQuery(h, length, block_size, ms / 1000, out) for ms, _, _, h, length, out in requests)
-    )
+    return Workload(tuple(BlockQuery(h, length, block_size, ms / 1000, out) for ms, _, _, h, length, out in requests))
