@@ -9,10 +9,10 @@ import argparse
 import os
 import sys
 
-from kvtheory.cli import assumptions, check, costmodel, demo, evict, generate, opt, plot, ratio, route, sweep
+from kvtheory.cli import assumptions, check, costmodel, demo, evict, generate, mrc, opt, plot, ratio, route, sweep
 from kvtheory.errors import InputError
 
-SUBCOMMANDS = [generate, evict, opt, ratio, sweep, plot, costmodel, route, check, assumptions, demo]
+SUBCOMMANDS = [generate, evict, opt, ratio, mrc, sweep, plot, costmodel, route, check, assumptions, demo]
 
 
 class _OneLineParser(argparse.ArgumentParser):

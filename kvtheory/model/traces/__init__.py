@@ -49,8 +49,9 @@ def detect_format(path: str | Path) -> str:
     return "oracle-general" if b"\x00" in head else "csv"
 
 
-def read_workload(path: str | Path, format: str = "auto", block_size: int = DEFAULT_BLOCK_SIZE) -> Workload:
-    """Read a workload file in ``format`` (one of :data:`FORMATS`; ``auto`` detects it).
+def read_workload(path: str | Path, format: str = "kvtheory", block_size: int = DEFAULT_BLOCK_SIZE) -> Workload:
+    """Read a workload file in ``format`` (one of :data:`FORMATS`; ``auto`` detects it, as the command line
+    does by default).
 
     ``block_size`` is the tokens per hash id of a Mooncake trace. Every reader raises InputError naming
     the file and, for text formats, the line of the first error.
