@@ -97,7 +97,7 @@ def test_shared_blocks_are_shared_and_a_partial_block_is_a_head_of_the_full_one(
 def test_the_chat_generator_round_trips_through_the_mooncake_format(tmp_path):
     workload = generate("chat-blocks", {"conversations": "6", "block_size": "16", "system_len": "40"}, seed=3)
     write_mooncake(workload, tmp_path / "chat.jsonl")
-    again = read_workload(tmp_path / "chat.jsonl", block_size=16)
+    again = read_workload(tmp_path / "chat.jsonl", "auto", block_size=16)
     assert detect_format(tmp_path / "chat.jsonl") == "mooncake"
     assert list(again) == list(workload)
     arrivals = [q.arrival for q in again]
@@ -130,7 +130,7 @@ def _oracle(tmp_path, records) -> str:
 
 def test_oracle_general_reader_against_a_hand_written_file(tmp_path):
     path = _oracle(tmp_path, [(1, 5, 100, 2), (2, 2**64 - 1, 7, -1), (4, 5, 100, -1)])
-    workload = read_workload(path)
+    workload = read_workload(path, "auto")
     assert workload.token_lists() == [[5], [-1], [5]]
     assert [q.arrival for q in workload] == [1.0, 2.0, 4.0]
     assert run_policy(workload, 1, "lru").misses == 3 and run_policy(workload, 2, "lru").misses == 2
@@ -141,9 +141,9 @@ def test_csv_and_plain_text_readers_against_hand_written_files(tmp_path):
     (tmp_path / "b.txt").write_text("3\n4\n3\n")
     (tmp_path / "c").write_text("3\n4\n3\n")
     for name in ("a.csv", "b.txt", "c"):
-        workload = read_workload(tmp_path / name)
+        workload = read_workload(tmp_path / name, "auto")
         assert workload.token_lists() == [[3], [4], [3]], name
-    assert read_workload(tmp_path / "a.csv").where(2) == f"{tmp_path / 'a.csv'}:5"
+    assert read_workload(tmp_path / "a.csv", "csv").where(2) == f"{tmp_path / 'a.csv'}:5"
 
 
 # -- bad input ---------------------------------------------------------------------------------------------
@@ -186,7 +186,7 @@ def test_decreasing_timestamps_are_an_error(tmp_path):
 def test_unknown_mooncake_keys_are_ignored_with_one_warning(tmp_path, capsys):
     path = tmp_path / "m.jsonl"
     path.write_text(GOOD.replace("{", '{"session": 1, ') + "\n" + GOOD + "\n")
-    assert len(read_workload(path, block_size=4)) == 2
+    assert len(read_workload(path, "auto", block_size=4)) == 2
     assert capsys.readouterr().err.count("'session'") == 1
 
 
@@ -194,13 +194,13 @@ def test_oracle_general_size_must_be_a_multiple_of_24(tmp_path):
     path = tmp_path / "t.bin"
     path.write_bytes(b"\x00" * 25)
     with pytest.raises(InputError, match="25 bytes is not a multiple of 24"):
-        read_workload(path)
+        read_workload(path, "auto")
 
 
 def test_a_csv_id_that_is_not_an_integer_names_its_line(tmp_path):
     (tmp_path / "a.csv").write_text("1\n2\nx\n")
     with pytest.raises(InputError, match=r"a\.csv:3: object id 'x'"):
-        read_workload(tmp_path / "a.csv")
+        read_workload(tmp_path / "a.csv", "auto")
 
 
 def test_unknown_format_and_bad_block_size_are_errors(tmp_path):
