@@ -4,6 +4,7 @@ the flat readers read hand-written files, and bad input is one file:line error."
 import struct
 
 import numpy as np
+import orjson
 import pytest
 
 from kvtheory import ONLINE_POLICIES, InputError, Workload, run_fif, run_policy, write_workload
@@ -209,3 +210,46 @@ def test_unknown_format_and_bad_block_size_are_errors(tmp_path):
         read_workload(tmp_path / "m.jsonl", "parquet")
     with pytest.raises(InputError, match="block-size"):
         read_workload(tmp_path / "m.jsonl", "mooncake", block_size=0)
+
+
+# -- sweeps over files, routing on a trace's arrivals ----------------------------------------------------
+def test_a_sweep_grid_may_name_a_trace_file(tmp_path):
+    from kvtheory.experiments.grid import expand
+    from kvtheory.experiments.sweep import run_cell
+    from kvtheory.ratio import competitive_ratio
+
+    workload = generate("chat-blocks", {"conversations": "6", "block_size": "16", "system_len": "40"}, seed=4)
+    write_mooncake(workload, tmp_path / "chat.jsonl")
+    spec = {
+        "policies": ["lru", "rlt"],
+        "policy_seeds": 2,
+        "grid": [{"workload": "chat.jsonl", "format": "mooncake", "block_size": 16, "budget": ["L_max", "2 * L_max"]}],
+    }
+    cells = expand(spec, base=tmp_path)
+    assert len(cells) == 4 and {c["family"] for c in cells} == {"file"}
+    for cell in cells:
+        record = run_cell(cell)
+        budget = workload.max_length * (1 if cell["budget"] == "L_max" else 2)
+        report = competitive_ratio(workload, budget, cell["policy"], seeds=cell["policy_seeds"])
+        assert record["budget"] == budget and record["ratios"] == report.to_dict()["ratios"]
+    with pytest.raises(InputError, match="unknown format 'jsonl'"):
+        expand({**spec, "grid": [{**spec["grid"][0], "format": "jsonl"}]}, base=tmp_path)
+    with pytest.raises(InputError, match="unknown key"):
+        expand({**spec, "grid": [{**spec["grid"][0], "family": "gsp"}]}, base=tmp_path)
+
+
+def test_route_on_a_trace_uses_its_timestamps_as_arrivals(tmp_path, capsys):
+    from kvtheory.cli import main
+    from kvtheory.cluster.simulation import arrival_times
+
+    path = tmp_path / "m.jsonl"
+    lines = [GOOD.replace('"timestamp": 0', f'"timestamp": {ms}') for ms in (0, 1500, 1500, 4250)]
+    path.write_text("\n".join(lines) + "\n")
+    workload = read_workload(path, "auto", block_size=4)
+    assert arrival_times(workload, None, None).tolist() == [0.0, 1.5, 1.5, 4.25]
+    assert [q.output_len for q in workload] == [1, 1, 1, 1]
+    argv = ["route", "--workload", path, "--block-size", 4, "--workers", 2, "--router", "round-robin"]
+    argv += ["--eviction", "lru", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--json"]
+    assert main([str(a) for a in argv]) == 0
+    record = orjson.loads(capsys.readouterr().out)
+    assert record["queries"] == 4 and record["makespan"] >= 4.25

@@ -50,7 +50,7 @@ import orjson
 
 from kvtheory.errors import InputError
 from kvtheory.experiments.executors import DaskExecutor, make_executor
-from kvtheory.experiments.grid import Cell, cell_id, evaluate, expand, load_spec
+from kvtheory.experiments.grid import FILE_FAMILY, Cell, cell_id, evaluate, expand, load_spec
 
 
 # -- running one cell -------------------------------------------------------------------------------
@@ -59,6 +59,10 @@ def _workload(key: bytes):
     from kvtheory.workloads.registry import generate
 
     family, params, seed = orjson.loads(key)
+    if family == FILE_FAMILY:
+        from kvtheory.model.traces import read_workload
+
+        return read_workload(params["workload"], params["format"], params["block_size"])
     return generate(family, params, seed=seed)
 
 
@@ -244,7 +248,7 @@ def run_sweep(
     """
     where = str(spec) if isinstance(spec, (str, Path)) else "spec"
     parsed = load_spec(spec) if isinstance(spec, (str, Path)) else spec
-    cells = expand(parsed, where=where)
+    cells = expand(parsed, where=where, base=Path(spec).parent if isinstance(spec, (str, Path)) else None)
     if client is not None:
         runner = DaskExecutor(client=client)
     else:
