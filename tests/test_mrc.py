@@ -97,3 +97,27 @@ def test_mrc_bad_input_is_one_line_and_exit_2(capsys, trace, argv, message):
         argv = [*argv, "--policies", "lru"]
     code, out, err = _cli(capsys, "mrc", "--workload", trace, "--block-size", 8, *argv)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and not out
+
+
+def test_dask_and_the_process_pool_give_the_same_curve(trace):
+    pytest.importorskip("distributed")
+    workload = read_workload(trace, "mooncake", 8)
+    budgets = [workload.max_length, 2 * workload.max_length]
+    local = miss_ratio_curve(workload, budgets, ["lru", "rlt", "fif"], seeds=2, workers=2)
+    dask = miss_ratio_curve(workload, budgets, ["lru", "rlt", "fif"], seeds=2, executor="dask", workers=2)
+    assert dask == local
+
+
+def test_a_bad_trace_line_is_one_line_and_exit_2_on_every_command(capsys, tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"timestamp": 5, "input_length": 3, "output_length": 0, "hash_ids": [1]}\n'
+                    '{"timestamp": 4, "input_length": 3, "output_length": 0, "hash_ids": [1]}\n')  # fmt: skip
+    for argv in (
+        ["evict", "--policy", "lru", "--budget", 10],
+        ["opt", "--budget", 10],
+        ["ratio", "--policy", "lru", "--budget", 10],
+        ["mrc", "--policies", "lru", "--budgets", 10],
+    ):
+        code, out, err = _cli(capsys, *argv, "--workload", path)
+        assert code == 2 and not out and err.count("\n") == 1, argv
+        assert f"{path}:2: timestamp 4 is before the previous line's 5" in err
