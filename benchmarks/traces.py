@@ -1,7 +1,7 @@
 """Real-trace scale: a 12,000-request, ~154M-token Mooncake-format trace of multi-turn conversations (the
 chat-blocks generator, nothing downloaded); prints one JSON object.
 
-    python benchmarks/traces.py --json            # full figures (about a minute on 2 cores)
+    python benchmarks/traces.py --json            # full figures (about two minutes on 2 cores)
     python benchmarks/traces.py --json --quick    # a 1,200-request trace, for a smoke run
 
 Figures: writing the trace; reading it (``read_workload(..., "mooncake")`` and the block-built trie) as a

@@ -6,8 +6,10 @@ import struct
 import numpy as np
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from kvtheory import ONLINE_POLICIES, InputError, Workload, run_fif, run_policy, write_workload
+from kvtheory import ONLINE_POLICIES, InputError, PrefixTrie, Workload, run_fif, run_policy, write_workload
 from kvtheory.model.query import BlockQuery
 from kvtheory.model.traces import detect_format, read_workload, write_mooncake
 from kvtheory.optimum.exact import solve_optimum
@@ -253,3 +255,18 @@ def test_route_on_a_trace_uses_its_timestamps_as_arrivals(tmp_path, capsys):
     assert main([str(a) for a in argv]) == 0
     record = orjson.loads(capsys.readouterr().out)
     assert record["queries"] == 4 and record["makespan"] >= 4.25
+
+
+@given(
+    st.lists(
+        st.tuples(st.lists(st.integers(-3, 3), min_size=1, max_size=4), st.integers(1, 3)), min_size=1, max_size=10
+    )
+)
+def test_the_block_trie_is_the_trie_of_the_token_expansion(requests):
+    """Any id sequences (even an id reused under another prefix): built from blocks or from the expanded tokens,
+    the compressed trie is the same, node numbering included."""
+    block_size = 3
+    queries = [BlockQuery(tuple(ids), block_size * (len(ids) - 1) + last, block_size) for ids, last in requests]
+    blocks = Workload(tuple(queries)).trie
+    tokens = PrefixTrie([q.tokens for q in queries])
+    assert (blocks.parent, blocks.depth, blocks.end) == (tokens.parent, tokens.depth, tokens.end)
