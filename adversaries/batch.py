@@ -53,7 +53,7 @@ def batch(
       P + d * leaf_len must fit in B, which is checked here.
 
     What the ratio does when an assumption fails is a measured answer, not a theorem (see the sweep
-    example ``examples/sweeps/batch.toml``).
+    example ``examples/sweeps/ratios.toml``, whose claim-7 grid breaks each assumption, and docs/claims.md §C7).
 
     >>> w = batch(B=20, beta=2, L=4, n=6, seed=3)
     >>> len(w), w.max_length, [bool((w[i].tokens != w[i + 1].tokens).any()) for i in (0, 2, 4)]

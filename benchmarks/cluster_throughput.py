@@ -9,7 +9,7 @@ B = 207,057 tokens each), for every router with lru and rlt eviction: wall time 
 (median of --repeats runs; generating the workload and its trie is timed separately) and simulated
 queries per second.
 
-Part 2: the joint routing + eviction MIP (kvtheory.optimum.mip.solve_joint_mip, edge formulation, CBC)
+Part 2: the joint routing + eviction MIP (kvtheory.cluster.joint_mip.solve_joint_mip, edge formulation, CBC)
 on small gsp instances of growing size (n = groups x prompts queries, group lengths 8 and 16 tokens,
 prefix ratio 0.5, output 4 tokens), with the cost ratios of Llama-3.1-8B on L40 (a_miss scaled to 1,
 a_cached and the decode time scaled alike), budget B = L_max + a third of the shared tokens, for M = 2

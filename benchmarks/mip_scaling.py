@@ -35,7 +35,8 @@ import sys
 import numpy as np
 
 from kvtheory import Workload, run_fif
-from kvtheory.optimum.mip import solve_joint_mip, solve_mip
+from kvtheory.cluster.joint_mip import solve_joint_mip
+from kvtheory.optimum.mip import solve_mip
 
 FORMULATIONS = ("token", "edge")
 MAX_QUERIES = 1 << 16

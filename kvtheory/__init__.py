@@ -40,8 +40,8 @@ from kvtheory.workloads import GENERATORS, generate
 
 _LAZY = {  # public name: (module, name there)
     "solve_mip": ("kvtheory.optimum.mip", "solve_mip"),
-    "solve_joint_mip": ("kvtheory.optimum.mip", "solve_joint_mip"),
-    "makespan_lower_bounds": ("kvtheory.optimum.mip", "makespan_lower_bounds"),
+    "solve_joint_mip": ("kvtheory.cluster.joint_mip", "solve_joint_mip"),
+    "makespan_lower_bounds": ("kvtheory.cluster.joint_mip", "makespan_lower_bounds"),
     "Cluster": ("kvtheory.cluster.cluster", "Cluster"),
     "cost_model": ("kvtheory.cluster.costmodel", "cost_model"),
     "simulate_cluster": ("kvtheory.cluster.simulation", "simulate"),

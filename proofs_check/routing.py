@@ -106,8 +106,8 @@ def exact_optimum(instance: Instance) -> tuple[object, tuple[int, ...]]:
 
 def routing_makespan(instance: Instance, routing) -> object:
     """max_i P_i of a fixed routing with FIF on every worker (an upper bound on the optimum)."""
+    from kvtheory.cluster.joint_mip import routing_makespan as makespan_of
     from kvtheory.cluster.optimum import mip_arguments
-    from kvtheory.optimum.mip import routing_makespan as makespan_of
 
     arguments = mip_arguments(instance.workload, instance_cluster(instance))
     return makespan_of(instance.workload, routing, **arguments)

@@ -14,7 +14,9 @@ from strategies import instances
 from kvtheory import Workload, fif_bracket, run_fif, solve_optimum, weighted_paging_bound
 from kvtheory.cli import main
 from kvtheory.model.batches import batches
-from kvtheory.optimum import flow_bound, mip
+from kvtheory.optimum import flow_bound
+from kvtheory.optimum.formulations import edge_cache
+from kvtheory.optimum.solvers import solve
 from proofs_check.strategies import strategy, weighted_instance
 
 #: eight one- and two-token queries, beta = 2, B = 3: FIF keeps token 20 (wanted sooner, by one query)
@@ -87,12 +89,12 @@ def test_relaxations_are_loose_on_the_fractional_instance(solver):
     assert exhaustive_misses(FRACTIONAL, 4, 2) == 13
     assert weighted_paging_bound(workload.trie, steps, 4, workload.total_tokens) == 12
     prob = pulp.LpProblem("relaxation", pulp.LpMinimize)
-    hits = mip._edge_cache(prob, workload.trie, steps, 4, [1] * len(steps), "", None)
+    hits = edge_cache(prob, workload.trie, steps, 4, [1] * len(steps), "", None)
     objective = -pulp.lpSum(hits.values())
     offset = workload.total_tokens + objective.constant
     objective.constant = 0
     prob.setObjective(objective)
-    relaxed = mip._solve(prob, solver, None, mip=False, gap_abs=0.0)
+    relaxed = solve(prob, solver, None, mip=False, gap_abs=0.0)
     assert offset + relaxed.objective == pytest.approx(12.5)
     assert solve_optimum(workload, 4, batch=2, mip_solver=solver).misses == 13
 

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from strategies import instances, token_lists
 
 from kvtheory import InputError, Workload, run_fif
-from kvtheory.optimum.mip import makespan_lower_bounds, routing_makespan, solve_joint_mip, solve_mip
+from kvtheory.cluster.joint_mip import makespan_lower_bounds, routing_makespan, solve_joint_mip
+from kvtheory.optimum.mip import solve_mip
 
 HAVE_HIGHS = pulp.HiGHS(msg=False).available()
 SMALL = {"max_queries": 8}

@@ -374,8 +374,8 @@ def test_check_cli_drop_and_errors(tmp_path, capsys):
 
 
 def test_routing_optimum_agrees_with_the_joint_mip():
+    from kvtheory.cluster.joint_mip import solve_joint_mip
     from kvtheory.model.query import Query
-    from kvtheory.optimum.mip import solve_joint_mip
 
     w = Workload(tuple(Query.of(t, output_len=o) for t, o in [([1, 2], 1), ([1, 2, 3], 0), ([4], 2), ([1, 5], 0)]))
     inst = Instance(w, 4, workers=2, a_cached=1, a_miss=3, a_out=1)

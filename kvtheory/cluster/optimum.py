@@ -5,7 +5,7 @@ Offline objective (the paper's): every query is known up front; a routing sends 
 worker serves its queries in workload order, P_i = sum_{j -> i} Cost_ij, and the makespan is max_i P_i.
 The optimum minimises it over routings and evictions together.
 
-* :func:`joint_optimum` solves the joint routing + eviction MIP (``kvtheory.optimum.mip``) and reports
+* :func:`joint_optimum` solves the joint routing + eviction MIP (``kvtheory.cluster.joint_mip``) and reports
   its status and gap honestly: only a solver-proved optimum is called ``optimal``.
 * :func:`exhaustive_optimum` is an independent exact method for tiny instances: for a fixed routing
   each worker's P_i is minimised by FIF (a_cached <= a_miss, and FIF is the single-worker optimum), so
@@ -58,9 +58,9 @@ def joint_optimum(
     time_limit: float | None = None,
     formulation: str = "edge",
 ):
-    """The joint routing + eviction MIP (``kvtheory.optimum.mip.solve_joint_mip``): a ``JointResult``
+    """The joint routing + eviction MIP (``kvtheory.cluster.joint_mip.solve_joint_mip``): a ``JointResult``
     with status, makespan (exact, of the incumbent routing with FIF), bound, gap, routing, lower_bounds."""
-    from kvtheory.optimum.mip import solve_joint_mip
+    from kvtheory.cluster.joint_mip import solve_joint_mip
 
     check_budgets(workload, cluster)
     args = mip_arguments(workload, cluster, output_len)
@@ -78,7 +78,7 @@ def lower_bounds(
     formulation: str = "edge",
 ) -> dict:
     """``work_over_m``, ``largest_query`` and (with ``lp``) ``lp_relaxation`` lower bounds on the optimum."""
-    from kvtheory.optimum.mip import makespan_lower_bounds
+    from kvtheory.cluster.joint_mip import makespan_lower_bounds
 
     check_budgets(workload, cluster)
     args = mip_arguments(workload, cluster, output_len)

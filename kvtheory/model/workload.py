@@ -70,6 +70,11 @@ class Workload(Sequence):
             return Workload(self.queries[index], self.source, lines)
         return self.queries[index]
 
+    def select(self, indices) -> Workload:
+        """The queries at ``indices``, in that order (what one worker of a routing serves)."""
+        lines = None if self.lines is None else [self.lines[j] for j in indices]
+        return Workload(tuple(self.queries[j] for j in indices), self.source, lines)
+
     def __iter__(self) -> Iterator[Query]:
         return iter(self.queries)
 

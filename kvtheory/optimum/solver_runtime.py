@@ -33,16 +33,20 @@ def hard_deadline(seconds: float | None):
     A SIGALRM timer, so only in the main thread (elsewhere, e.g. in a Dask worker thread, the solvers'
     own limits are all there is). Once expired it fires again every ``_REPEAT`` seconds until the block
     is left: an exception raised while Python runs a garbage-collector or weakref callback is dropped
-    there, and the next alarm lands in ordinary code. An alarm armed by someone else (pytest-timeout,
-    say) is put back, with what was left of it, on the way out.
+    there, and the next alarm lands in ordinary code. An alarm that arrives while this generator itself
+    runs (leaving the block) raises nothing, so the timer is always disarmed. An alarm armed by someone
+    else (pytest-timeout, say) is put back, with what was left of it, on the way out.
     """
     if seconds is None or threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def expire(signum, frame):
+        if frame is not None and frame.f_code is own_code:
+            return  # already leaving the block: the finally below disarms the timer
         raise OutOfTime
 
+    own_code = sys._getframe().f_code
     entered = time.monotonic()
     previous_handler = signal.signal(signal.SIGALRM, expire)
     previous_delay, previous_interval = signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-3), _REPEAT)
