@@ -1,5 +1,6 @@
 """``kvtheory mrc --workload F [--format ...] (--budgets B1,B2,... | --budget-range LO:HI:N) --policies P1,P2,...
-[--batch BETA] [--seeds N] [--plot FIG.png] [--executor local|dask] [--workers N] --json``: miss-ratio curves."""
+[--batch BETA] [--seeds N] [--time-limit S] [--plot FIG.png] [--executor local|dask] [--workers N] --json``:
+miss-ratio curves (docs/formats.md §Miss-ratio curves)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ def register(commands) -> None:
     )
     parser.add_argument("--batch", type=int, default=1, metavar="BETA", help="batch size beta (default 1)")
     parser.add_argument("--seeds", type=int, default=1, metavar="N", help="seeds 0..N-1 of randomized policies")
+    parser.add_argument(
+        "--time-limit", type=float, metavar="SECONDS", help="at batch >= 2: the limit on each exact solve of OPT"
+    )
     parser.add_argument("--plot", metavar="FIG.png", help="also draw hit rate against budget (log x)")
     parser.add_argument("--executor", default="local", help="local (process pool, default) or dask")
     parser.add_argument("--workers", type=int, metavar="N", help="worker processes (default: the CPUs)")
@@ -58,6 +62,7 @@ def run(args) -> int:
         seeds=args.seeds,
         executor=args.executor,
         workers=args.workers,
+        time_limit=args.time_limit,
     )
     if args.plot:
         plot_mrc(result, args.plot, title=args.workload)

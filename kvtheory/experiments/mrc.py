@@ -1,5 +1,5 @@
 """Miss-ratio curves (docs/formats.md §Miss-ratio curves): hit rate against the budget B for every policy and
-the optimum, one budget per task on a process pool or Dask, like sweeps.
+the optimum, one (budget, policy) pair per task on a process pool or Dask, like sweeps.
 
 For each budget B and policy P the value is exactly that of the single run: ``run_policy(workload, B, P,
 batch=beta, seed=s)`` (misses averaged over the seeds of a randomized policy), and for OPT (listed as
@@ -16,7 +16,7 @@ import numpy as np
 
 from kvtheory.errors import InputError
 from kvtheory.experiments.executors import make_executor
-from kvtheory.experiments.sweep import _progress
+from kvtheory.experiments.sweep import progress_bar
 from kvtheory.model.batches import validate
 from kvtheory.model.workload import Workload
 from kvtheory.optimum.exact import solve_optimum
@@ -49,12 +49,12 @@ def budget_range(text: str) -> list[int]:
 def _cell(task: tuple) -> tuple[int, str, float, float, str | None]:
     """(budget index, policy, misses, hit rate, OPT's status) of one budget and policy, computed as the
     single ``evict`` (hits / T, its mean over seeds) and ``opt`` (1 - misses / T) runs compute them."""
-    workload, index, budget, policy, batch, seeds = task
+    workload, index, budget, policy, batch, seeds, time_limit = task
     if policy == OPT:
         if batch == 1:
             misses, status = run_fif(workload, budget).misses, "optimal"
         else:
-            result = solve_optimum(workload, budget, batch=batch)
+            result = solve_optimum(workload, budget, batch=batch, time_limit=time_limit)
             misses, status = result.misses, result.status
         return index, policy, misses, 1 - misses / workload.total_tokens, status
     runs = [run_policy(workload, budget, policy, batch=batch, seed=s) for s in seeds]
@@ -73,11 +73,13 @@ def miss_ratio_curve(
     executor: str = "local",
     workers: int | None = None,
     progress: bool | None = None,
+    time_limit: float | None = None,
 ) -> dict:
     """``{"budgets", "hit_rate": {policy: [...]}, "misses": {policy: [...]}}`` over ``budgets`` (sorted); with OPT
     among the policies, ``opt_status`` says per budget whether its value is proven optimal.
 
     Randomized policies run with seeds 0..seeds-1 and report the mean misses; deterministic ones run once.
+    ``time_limit`` (seconds) bounds each exact solve at beta >= 2, as ``kvtheory opt --time-limit`` does.
     Every budget is validated first (each must hold the longest query, and every batch's footprint).
     """
     budgets = sorted(set(budgets))
@@ -95,13 +97,13 @@ def miss_ratio_curve(
     for index, budget in enumerate(budgets):
         for name in policies:
             randomized = name != OPT and policy_class(name).randomized
-            tasks.append((workload, index, budget, name, batch, range(seeds if randomized else 1)))
+            tasks.append((workload, index, budget, name, batch, range(seeds if randomized else 1), time_limit))
     misses: dict[str, list] = {name: [None] * len(budgets) for name in policies}
     hit_rate: dict[str, list] = {name: [None] * len(budgets) for name in policies}
     status: list = [None] * len(budgets)
     runner = make_executor(executor, workers=workers)
     try:
-        with _progress(len(tasks), 0, progress) as bar:
+        with progress_bar(len(tasks), 0, progress) as bar:
             futures = [runner.submit(_cell, task, f"mrc-{task[1]}-{task[3]}") for task in tasks]
             for future in runner.as_completed(futures):
                 index, name, value, rate, opt_status = future.result()

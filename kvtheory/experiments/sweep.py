@@ -194,7 +194,7 @@ def completed_ids(output: str | Path) -> set[str]:
     return done
 
 
-def _progress(total: int, initial: int, enabled: bool | None):
+def progress_bar(total: int, initial: int, enabled: bool | None):
     from tqdm import tqdm
 
     if enabled is None:
@@ -221,7 +221,7 @@ def run_cells(
     todo = [cell for cell in cells if cell["id"] not in done]
     skipped = len(cells) - len(todo)
     errors = 0
-    with open(output, "ab") as handle, _progress(len(cells), skipped, progress) as bar:
+    with open(output, "ab") as handle, progress_bar(len(cells), skipped, progress) as bar:
         futures = [executor.submit(function, cell, cell["id"]) for cell in todo]
         for future in executor.as_completed(futures):
             record = future.result()
