@@ -2,7 +2,9 @@
 
 The names below are the public API. Those that pull in a MIP solver, the cluster model or Dask
 (``solve_mip``, ``solve_joint_mip``, ``makespan_lower_bounds``, ``Cluster``, ``cost_model``,
-``simulate_cluster``, ``routing_ratio``, ``run_sweep``) are imported on first use.
+``simulate_cluster``, ``routing_ratio``, ``run_sweep``, ``read_results``, ``stoppable``) are imported on
+first use. ``stoppable()``: a scope in which Ctrl-C or SIGTERM during a MIP solve returns status
+"interrupted" with the solver's incumbent and bound instead of raising KeyboardInterrupt.
 
 >>> import kvtheory as kv
 >>> w = kv.Workload.from_token_lists([[1], [2], [3]] * 4)
@@ -48,6 +50,8 @@ _LAZY = {  # public name: (module, name there)
     "routing_ratio": ("kvtheory.cluster.optimum", "routing_ratio"),
     "run_sweep": ("kvtheory.experiments.sweep", "run_sweep"),
     "miss_ratio_curve": ("kvtheory.experiments.mrc", "miss_ratio_curve"),
+    "read_results": ("kvtheory.experiments.sweep", "read_results"),
+    "stoppable": ("kvtheory.optimum.interrupt", "stoppable"),
 }
 
 

@@ -38,3 +38,61 @@ def test_the_notebooks_extra_installs_what_opening_and_converting_them_needs():
     names = {re.split(r"[<>=\[ ]", requirement)[0] for requirement in extras["notebooks"]}
     assert {"jupyterlab", "nbconvert", "ipykernel"} <= names
     assert "pip install -e .[notebooks]" in (root / "README.md").read_text()
+
+
+def _cli(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out.startswith("kvtheory ")
+
+
+def test_a_plugin_policy_runs_through_ratio_and_check(capsys):
+    from pathlib import Path
+
+    plugin = str(Path(__file__).resolve().parents[1] / "examples" / "custom_policy.py")
+    argv = ["--plugin", plugin, "ratio", "--adversary", "cyclic", "--param", "k=4", "--param", "n=200"]
+    code, out, _ = _cli(capsys, *argv, "--budget", 7, "--policy", "mru-leaf", "--json")
+    assert code == 0 and json.loads(out)["ratio_mean"] == 1.0  # MRU is optimal on a cycle
+    code, out, _ = _cli(capsys, "--plugin", plugin, "check", "C3", "--policy", "mru-leaf", "--instances", 20)
+    assert code == 0 and "VIOLATED" in out
+    code, _, err = _cli(capsys, "--plugin", "no/such/plugin.py", "generate", "--list")
+    assert code == 2 and err.count("\n") == 1 and "cannot load plugin" in err
+
+
+def test_check_help_lists_every_claim_and_says_which_ratio_is_which(capsys, tmp_path):
+    from proofs_check import all_claims
+
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert all(f"{claim.id}," in help_text or f"{claim.id} (" in help_text for claim in all_claims())
+    code, out, _ = _cli(capsys, "check", "C3", "--instances", 30, "--out", tmp_path)
+    assert "worst ratio (search)" in out and "smallest counterexample" in out
+
+
+def test_assumptions_say_which_claims_check_refutes(capsys, tmp_path):
+    path = tmp_path / "w.jsonl"
+    path.write_text("".join(json.dumps({"tokens": q}) + "\n" for q in [[1, 2], [1, 3], [4]] * 3))
+    code, out, _ = _cli(capsys, "assumptions", "--workload", path, "--budget", 6)
+    assert code == 0
+    lines = {line.split()[0]: line for line in out.splitlines()[1:] if line and not line.startswith(" ")}
+    assert "finds it VIOLATED" in lines["C3"] and "finds it VIOLATED" in lines["C5"]
+    assert "finds it" not in lines["C3r"] and "does not apply" in lines["C1b"]  # C1b needs beta >= 2
+
+
+def test_route_and_costmodel_text_say_their_units(capsys, tmp_path):
+    path = tmp_path / "w.jsonl"
+    queries = [{"tokens": list(range(g, g + 40)), "arrival": g / 100} for g in range(0, 400, 50)]
+    path.write_text("".join(json.dumps(q) + "\n" for q in queries))
+    cluster = ["--workers", 2, "--router", "lbgr", "--eviction", "lru", "--gpu", "L40", "--model", "Llama-3.1-8B"]
+    code, out, _ = _cli(capsys, "route", "--workload", path, *cluster)
+    assert code == 0 and "rate None" not in out and "{" not in out
+    assert "latency_p50 (s)" in out and "arrivals from the workload file" in out
+    code, out, _ = _cli(capsys, "costmodel", "--gpu", "L40", "--model", "Llama-3.1-8B")
+    assert code == 0 and "a_miss (s per uncached prompt token)" in out and "budget (tokens)" in out

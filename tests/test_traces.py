@@ -156,10 +156,10 @@ GOOD = '{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1, 
 @pytest.mark.parametrize(
     "line,message",
     [
-        ('{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1, 2.5]}', "hash_ids"),
+        ('{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1, 2.5]}', "hash id 2.5 is not"),
         ('{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": 3}', "hash_ids"),
-        ('{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1, true]}', "hash_ids"),
-        ('{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": []}', "hash_ids"),
+        ('{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1, true]}', "hash id True is not"),
+        ('{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": []}', "'hash_ids' is empty"),
         ('{"timestamp": 0, "input_length": 4, "output_length": 1, "hash_ids": [1, 2]}', "input_length 4"),
         ('{"timestamp": 0, "input_length": 9, "output_length": 1, "hash_ids": [1, 2]}', "input_length 9"),
         ('{"timestamp": -1, "input_length": 5, "output_length": 1, "hash_ids": [1, 2]}', "'timestamp'"),

@@ -29,7 +29,7 @@ def test_round_trip_keeps_tokens_arrival_and_output_len(tmp_path):
         ('{"tokens": [1, "a"]}', "token 'a' is not an integer"),
         ('{"tokens": [1, true]}', "token True is not an integer"),
         ('{"tokens": [1, 99999999999999999999]}', "does not fit"),
-        ('{"tokens": "12"}', "'tokens' must be a list"),
+        ('{"tokens": "12"}', "'tokens' must be a non-empty list of integer token ids, got '12'"),
         ('{"tokens": [1], "arrival": -1}', "'arrival' must be a non-negative"),
         ('{"tokens": [1], "output_len": 1.5}', "'output_len' must be a non-negative integer"),
         ('{"tokens": [1,,2]}', "not valid JSON"),

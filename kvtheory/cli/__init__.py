@@ -1,13 +1,22 @@
 """The ``kvtheory`` command line: a thin layer over the public API, one module per subcommand.
 
-Bad input exits with status 2 and one line on stderr; nothing prints a traceback for it.
+Bad input exits with status 2 and one line on stderr; nothing prints a traceback for it. Options are
+checked where argparse reads them (``kvtheory.cli.options``). Ctrl-C and SIGTERM stop a command with
+"interrupted" and exit status 130 (``opt`` and ``check`` print what they have first).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
+import importlib.metadata
+import importlib.util
 import os
+import signal
 import sys
+import threading
+from pathlib import Path
 
 from kvtheory.cli import assumptions, check, costmodel, demo, evict, generate, mrc, opt, plot, ratio, route, sweep
 from kvtheory.errors import InputError
@@ -15,35 +24,129 @@ from kvtheory.errors import InputError
 SUBCOMMANDS = [generate, evict, opt, ratio, mrc, sweep, plot, costmodel, route, check, assumptions, demo]
 
 
+def one_line(text: str) -> str:
+    """``text`` with line breaks escaped, so that an error stays one line whatever a path or value holds."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
 class _OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr and exit status 2."""
 
     def error(self, message: str) -> None:  # noqa: D401 - argparse's hook
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(prog="kvtheory", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"kvtheory {importlib.metadata.version('kvtheory')}")
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="FILE|MODULE",
+        help="import a Python file or module first (repeatable): policies, routers or generators it registers "
+        "become known by name, e.g. examples/custom_policy.py",
+    )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
     for module in SUBCOMMANDS:
         module.register(commands)
     return parser
 
 
+def _terminated(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _interrupts():
+    """SIGTERM (what a scheduler sends before killing) stops a command as Ctrl-C does, and an interrupt
+    that Python drops is delivered again.
+
+    Python drops, with a traceback on stderr, an exception raised while a garbage-collector callback runs
+    (hypothesis installs one, so ``kvtheory check`` ran on after a Ctrl-C landed there about one time in
+    six): the unraisable-exception hook sees the dropped KeyboardInterrupt and sends SIGTERM again from
+    another thread, 10 ms later, so that it lands after the callback, in ordinary code (a hook that raised
+    the signal itself would have it dropped again, inside the hook).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    previous_hook = sys.unraisablehook
+    pending: list[threading.Timer] = []
+
+    def redeliver(unraisable) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            pending.append(threading.Timer(0.01, os.kill, (os.getpid(), signal.SIGTERM)))
+            pending[-1].start()
+        else:
+            previous_hook(unraisable)
+
+    sys.unraisablehook = redeliver
+    try:
+        yield
+    finally:
+        for timer in pending:  # the command is over: too late to stop it
+            timer.cancel()
+        sys.unraisablehook = previous_hook
+        signal.signal(signal.SIGTERM, previous)
+
+
+def load_plugins(argv: list[str] | None) -> None:
+    """Import every ``--plugin`` before the command line is parsed, so that names it registers (a
+    policy given to ``--policy``, say) are known; InputError if one cannot be loaded."""
+    found, _ = _plugin_parser().parse_known_args(sys.argv[1:] if argv is None else argv)
+    for plugin in found.plugin:
+        try:
+            if plugin.endswith(".py") or os.sep in plugin:
+                name = f"kvtheory_plugin_{Path(plugin).resolve()}"
+                if name in sys.modules:  # loaded before in this process: its names are registered
+                    continue
+                spec = importlib.util.spec_from_file_location(name, plugin)
+                if spec is None:
+                    raise ImportError("not a Python file")
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[spec.name] = module
+                spec.loader.exec_module(module)
+            else:
+                importlib.import_module(plugin)
+        except Exception as exc:  # noqa: BLE001 - whatever the plugin raised, say it in one line
+            raise InputError(f"cannot load plugin {plugin!r}: {str(exc) or type(exc).__name__}") from None
+
+
+def _plugin_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--plugin", action="append", default=[])
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        load_plugins(argv)
+    except InputError as exc:
+        print(f"kvtheory: error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.run(args) or 0
+        with _interrupts():
+            return args.run(args) or 0
     except InputError as exc:
-        print(f"kvtheory {args.command}: error: {exc}", file=sys.stderr)
+        print(f"kvtheory {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"kvtheory {args.command}: interrupted", file=sys.stderr)
         return 130
+    except MemoryError:  # a workload or grid larger than this machine: say so in one line
+        print(f"kvtheory {args.command}: error: out of memory (the input asks for more than is free)", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except OSError as exc:  # a path the system refused (missing, a directory, no permission): one line
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"kvtheory {args.command}: error: {one_line(f'{where}{exc.strerror or exc}')}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -13,28 +13,37 @@ from pathlib import Path
 
 import orjson
 
+from kvtheory.cli import options
 from kvtheory.cli.common import add_format_options, load_workload
 from kvtheory.errors import InputError
 
 
 def register(commands) -> None:
     parser = commands.add_parser("check", help="check the claims of docs/claims.md (proofs_check): table of verdicts")
-    parser.add_argument("claims", nargs="*", metavar="CLAIM_ID", help="C1 .. C9 (C9 = C9a C9b C9c); none: all")
+    parser.add_argument("claims", nargs="*", metavar="CLAIM_ID", help=f"{_claim_ids()} (C9 = C9a C9b C9c); none: all")
     parser.add_argument(
         "--instances",
-        type=int,
+        type=options.instances,
         default=100,
         metavar="N",
         help="random instances per search (hypothesis examples; default 100)",
     )
-    parser.add_argument("--seed", type=int, default=0, metavar="S", help="hypothesis seed and first policy seed")
     parser.add_argument(
-        "--seeds", type=int, default=10, metavar="N", help="runs per instance of a randomized policy (default 10)"
+        "--seed", type=options.seed, default=0, metavar="S", help="hypothesis seed and first policy seed"
     )
-    parser.add_argument("--level", type=float, default=0.95, help="one-sided confidence level (default 0.95)")
+    parser.add_argument(
+        "--seeds",
+        type=options.runs,
+        default=10,
+        metavar="N",
+        help="runs per instance of a randomized policy (default 10)",
+    )
+    parser.add_argument(
+        "--level", type=options.confidence, default=0.95, help="one-sided confidence level (default 0.95)"
+    )
     parser.add_argument(
         "--margin",
-        type=float,
+        type=options.margin,
         default=0.10,
         help="lower bounds: realised when the ratio reaches (1 - margin) * bound (default 0.10)",
     )
@@ -47,12 +56,18 @@ def register(commands) -> None:
     )
     parser.add_argument("--workload", metavar="FILE", help="evaluate the claims on this one instance instead")
     add_format_options(parser)
-    parser.add_argument("--budget", type=int, metavar="B", help="with --workload: the budget B")
-    parser.add_argument("--batch", type=int, default=1, metavar="BETA", help="with --workload: batch size")
-    parser.add_argument("--workers", type=int, default=1, metavar="M", help="with --workload: workers")
-    parser.add_argument("--a-cached", type=float, default=1.0, help="with --workload: a_cached (default 1)")
-    parser.add_argument("--a-miss", type=float, default=1.0, help="with --workload: a_miss (default 1)")
-    parser.add_argument("--a-out", type=float, default=1.0, help="with --workload: time per output token")
+    parser.add_argument("--budget", type=options.budget, metavar="B", help="with --workload: the budget B")
+    parser.add_argument("--batch", type=options.batch, default=1, metavar="BETA", help="with --workload: batch size")
+    parser.add_argument("--workers", type=options.workers, default=1, metavar="M", help="with --workload: workers")
+    parser.add_argument(
+        "--a-cached", type=options.seconds_per_token, default=1.0, help="with --workload: a_cached (default 1)"
+    )
+    parser.add_argument(
+        "--a-miss", type=options.seconds_per_token, default=1.0, help="with --workload: a_miss (default 1)"
+    )
+    parser.add_argument(
+        "--a-out", type=options.seconds_per_token, default=1.0, help="with --workload: time per output token"
+    )
     parser.add_argument("--policy", help="check this registered eviction policy instead of the claim's")
     parser.add_argument("--router", help="check this router instead of the claim's (least-load, round-robin, affinity)")
     parser.add_argument("--list", action="store_true", help="list the claims and exit")
@@ -65,14 +80,6 @@ def register(commands) -> None:
 def _options(args):
     from proofs_check.results import Options
 
-    if args.instances < 0:
-        raise InputError(f"--instances must be >= 0, got {args.instances}")
-    if args.seeds < 1:
-        raise InputError(f"--seeds must be at least 1, got {args.seeds}")
-    if not 0.5 <= args.level < 1:
-        raise InputError(f"--level must lie in [0.5, 1), got {args.level}")
-    if not 0 <= args.margin < 1:
-        raise InputError(f"--margin must lie in [0, 1), got {args.margin}")
     if args.policy is not None:
         from kvtheory.policies import policy_class
 
@@ -92,6 +99,13 @@ def _options(args):
         router=args.router,
         out_dir=Path(args.out),
     )
+
+
+def _claim_ids() -> str:
+    """Every registered claim id, the repaired ones (C3r, ...) included."""
+    from proofs_check.claims import all_claims
+
+    return ", ".join(claim.id for claim in all_claims())
 
 
 def _number(value) -> str:
@@ -120,7 +134,7 @@ def _row(result, expectations: bool = True) -> list[str]:
     ]
 
 
-HEADER = ["claim", "status", "kind", "tried", "worst ratio", "bound there", "verdict", "bound"]
+HEADER = ["claim", "status", "kind", "tried", "worst ratio (search)", "bound there", "verdict", "bound"]
 
 
 def _table(rows: list[list[str]]) -> str:
@@ -138,8 +152,10 @@ def _explain(result) -> list[str]:
     m = result.counterexample
     if m is not None:
         what = "stays below" if result.claim.kind == "lower" else "breaks"
+        shrunk = result.worst is not None and m.instance is not result.worst.instance
+        label = "smallest counterexample (the table's worst ratio is another instance)" if shrunk else "counterexample"
         lines.append(
-            f"{result.claim.id} {result.verdict}: {m.policy} on {m.instance.describe()} "
+            f"{result.claim.id} {result.verdict}: {label}: {m.policy} on {m.instance.describe()} "
             f"({m.instance.origin or 'given'}): ratio {_number(m.ratio)} {what} the bound "
             f"({_number(m.bound)} there){'; ' + m.note if m.note else ''}"
         )
@@ -165,12 +181,16 @@ def run(args) -> int:
     from proofs_check.checker import check_claim
 
     results = []
-    for claim in claims:
-        result = check_claim(claim, opts)
-        results.append(result)
-        if not args.json:
-            print(f"  {claim.id}: {result.verdict} ({result.seconds:.1f} s)", file=sys.stderr, flush=True)
-    algebra = [] if args.no_algebra else _algebra()
+    try:
+        for claim in claims:
+            result = check_claim(claim, opts)
+            results.append(result)
+            if not args.json:
+                print(f"  {claim.id}: {result.verdict} ({result.seconds:.1f} s)", file=sys.stderr, flush=True)
+        interrupted = False
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: report the verdicts so far, exit 130
+        interrupted = True
+    algebra = [] if args.no_algebra or interrupted else _algebra()
     seconds = time.perf_counter() - started
     changed = [r.claim.id for r in results if r.verdict != r.claim.expected_verdict]
     overridden = args.policy is not None or args.router is not None
@@ -189,6 +209,7 @@ def run(args) -> int:
                 "margin": opts.margin,
             },
             "changed": changed,
+            "interrupted": interrupted,
         }
         sys.stdout.buffer.write(orjson.dumps(record) + b"\n")
     else:
@@ -220,6 +241,10 @@ def run(args) -> int:
         )
         if changed and not overridden:
             print(f"verdicts that differ from the registry's expectation: {', '.join(changed)}")
+    if interrupted:
+        left = ", ".join(c.id for c in claims[len(results) :])
+        print(f"kvtheory check: interrupted; not checked: {left}", file=sys.stderr)
+        return 130
     algebra_failed = any(not ok for _, _, ok, _ in algebra)
     return 1 if (changed and not overridden) or algebra_failed else 0
 
@@ -288,8 +313,6 @@ def _replay(args, claims, opts) -> int:
 
     if args.budget is None:
         raise InputError("--workload needs --budget B")
-    if args.budget <= 0 or args.batch <= 0 or args.workers <= 0:
-        raise InputError("--budget, --batch and --workers must be positive")
     workload = load_workload(args)
 
     def exact(value):

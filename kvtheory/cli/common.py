@@ -7,6 +7,7 @@ import sys
 
 import orjson
 
+from kvtheory.cli import options
 from kvtheory.errors import InputError
 from kvtheory.model.traces import DEFAULT_BLOCK_SIZE, FORMATS, read_workload
 
@@ -36,9 +37,22 @@ def load_workload(args):
 def add_workload_options(parser: argparse.ArgumentParser, *, batch: bool = True) -> None:
     parser.add_argument("--workload", required=True, metavar="FILE", help="workload file (see --format)")
     add_format_options(parser)
-    parser.add_argument("--budget", required=True, type=int, metavar="B", help="cache budget B in tokens")
+    parser.add_argument("--budget", required=True, type=options.budget, metavar="B", help="cache budget B in tokens")
     if batch:
-        parser.add_argument("--batch", type=int, default=1, metavar="BETA", help="batch size beta (default 1)")
+        parser.add_argument(
+            "--batch", type=options.batch, default=1, metavar="BETA", help="batch size beta (default 1)"
+        )
+
+
+#: the options that describe several workers (``add_cluster_options``), unused on one worker
+CLUSTER_OPTIONS = ("gpu", "model", "gpus", "models", "a_miss", "a_cached", "decode", "output_len")
+
+
+def reject_unused(args: argparse.Namespace, names, context: str) -> None:
+    """An option that the chosen mode does not read is an InputError, never silently ignored."""
+    for name in names:
+        if getattr(args, name, None) is not None:
+            raise InputError(f"--{name.replace('_', '-')} does not apply {context}")
 
 
 def add_json_option(parser: argparse.ArgumentParser) -> None:

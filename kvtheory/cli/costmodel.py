@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kvtheory.cli import options
 from kvtheory.cli.common import add_json_option, emit
 from kvtheory.cluster.costmodel import (
     DEFAULT_MBU,
@@ -21,22 +22,24 @@ def add_hardware_options(parser, *, gpu_help: str = "GPU name (see --list)") -> 
     parser.add_argument("--model", metavar="NAME", help="model name (see kvtheory costmodel --list)")
     parser.add_argument(
         "--mem-fraction",
-        type=float,
+        type=options.fraction,
         default=DEFAULT_MEM_FRACTION,
         metavar="F",
         help=f"fraction of GPU memory for weights + KV cache (default {DEFAULT_MEM_FRACTION})",
     )
     parser.add_argument(
-        "--mfu", type=float, default=DEFAULT_MFU, metavar="X", help=f"prefill MFU (default {DEFAULT_MFU})"
+        "--mfu", type=options.fraction, default=DEFAULT_MFU, metavar="X", help=f"prefill MFU (default {DEFAULT_MFU})"
     )
     parser.add_argument(
         "--mbu",
-        type=float,
+        type=options.fraction,
         default=DEFAULT_MBU,
         metavar="X",
         help=f"memory-bandwidth utilisation (default {DEFAULT_MBU})",
     )
-    parser.add_argument("--tp", type=int, default=1, metavar="N", help="tensor-parallel GPUs per worker (default 1)")
+    parser.add_argument(
+        "--tp", type=options.workers, default=1, metavar="N", help="tensor-parallel GPUs per worker (default 1)"
+    )
     parser.add_argument("--gpus", metavar="FILE", help="extra GPU CSV (same columns as kvtheory/data/gpus.csv)")
     parser.add_argument("--models", metavar="FILE", help="extra model CSV (same columns as kvtheory/data/models.csv)")
 
@@ -48,7 +51,7 @@ def register(commands) -> None:
     add_hardware_options(parser)
     parser.add_argument(
         "--context",
-        type=int,
+        type=options.tokens,
         default=0,
         metavar="C",
         help="mean attention context for prefill FLOPs and decode (default 0)",
@@ -84,5 +87,23 @@ def run(args) -> int:
     record = cm.to_dict()
     record["gpu_source"] = g.source
     record["model_source"] = m.source
+    if not args.json:
+        record = {f"{key} ({UNITS[key]})" if key in UNITS else key: value for key, value in record.items()}
     emit(record, args.json)
     return 0
+
+
+#: the unit of each figure of the text output (the JSON keeps bare numbers in these units)
+UNITS = {
+    "mem_fraction": "of HBM",
+    "a_miss": "s per uncached prompt token",
+    "a_cached": "s per cached prompt token",
+    "decode_base": "s per output token, empty context",
+    "decode_per_context_token": "s per output token per context token",
+    "decode_per_output_token": "s per output token",
+    "kv_bytes_per_token": "bytes",
+    "kv_bytes_per_token_per_gpu": "bytes",
+    "weight_bytes": "bytes",
+    "budget": "tokens",
+    "context": "tokens",
+}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kvtheory.cli import options
 from kvtheory.errors import InputError
 from kvtheory.experiments.demo import demo_plot, demo_table, run_demo
 
@@ -9,19 +10,17 @@ from kvtheory.experiments.demo import demo_plot, demo_table, run_demo
 def register(commands) -> None:
     parser = commands.add_parser("demo", help="every policy and the optimum on embedded workloads, with a plot")
     parser.add_argument("--plot", default="kvtheory-demo.png", metavar="FILE", help="PNG to write")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the workloads and the first run")
-    parser.add_argument("--seeds", type=int, default=10, metavar="N", help="seeds per randomized policy")
+    parser.add_argument("--seed", type=options.seed, default=0, help="seed of the workloads and the first run")
+    parser.add_argument("--seeds", type=options.runs, default=10, metavar="N", help="seeds per randomized policy")
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
-    if args.seeds < 1:
-        raise InputError(f"--seeds must be at least 1, got {args.seeds}")
     results = run_demo(seed=args.seed, seeds=args.seeds)
     print("\n\n".join(demo_table(result) for result in results))
     try:
         demo_plot(results, args.plot)
-    except OSError as exc:
-        raise InputError(f"{args.plot}: cannot write the plot ({exc.strerror})") from None
+    except (OSError, ValueError) as exc:  # ValueError: matplotlib does not know the file's extension
+        raise InputError(f"{args.plot}: cannot write the plot ({getattr(exc, 'strerror', None) or exc})") from None
     print(f"\nplot written to {args.plot}")
     return 0

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from kvtheory.cli import options
 from kvtheory.cli.common import add_json_option, add_workload_options, emit, load_workload
-from kvtheory.errors import InputError
 from kvtheory.model.batches import validate
 from kvtheory.policies import policy_class
 from kvtheory.simulate import run_seeds
@@ -14,16 +14,14 @@ def register(commands) -> None:
     parser = commands.add_parser("evict", help="serve a workload with an online eviction policy")
     add_workload_options(parser)
     parser.add_argument("--policy", required=True, help="lru, token-lru, rlt, fifo, random-leaf, lfu")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the first run (default 0)")
-    parser.add_argument("--seeds", type=int, default=1, metavar="N", help="runs with seeds S..S+N-1")
+    parser.add_argument("--seed", type=options.seed, default=0, help="seed of the first run (default 0)")
+    parser.add_argument("--seeds", type=options.runs, default=1, metavar="N", help="runs with seeds S..S+N-1")
     add_json_option(parser)
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
     cls = policy_class(args.policy)
-    if args.seeds < 1:
-        raise InputError(f"--seeds must be at least 1, got {args.seeds}")
     workload = load_workload(args)
     validate(workload, args.budget, args.batch)
     seeds = range(args.seed, args.seed + (args.seeds if cls.randomized else 1))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kvtheory.cli import options
 from kvtheory.cli.common import parse_params
 from kvtheory.errors import InputError
 from kvtheory.model.query import BlockQuery
@@ -14,7 +15,7 @@ def register(commands) -> None:
     parser = commands.add_parser("generate", help="write a generated workload or adversary as JSON Lines")
     parser.add_argument("name", nargs="?", help="generator or adversary name (see --list)")
     parser.add_argument("--param", action="append", metavar="KEY=VALUE", help="generator parameter (repeatable)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--seed", type=options.seed, default=0, help="random seed (default 0)")
     parser.add_argument("-o", "--output", metavar="FILE", help="output JSON Lines file")
     parser.add_argument(
         "--format",

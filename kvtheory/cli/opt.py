@@ -3,28 +3,32 @@ with ``--workers M`` (and ``--gpu/--model``, or ``--budget`` with ``--a-miss/--a
 routing + eviction makespan optimum on small instances, and its lower bounds on any.
 
 Exit status: 0 with a result (``optimal``, or a bracket: ``time_limit`` / ``upper_bound``), 3 when a
-solver found no solution within the time limit (the line on stderr says so), 2 for bad input.
+solver found no solution within the time limit (the line on stderr says so), 2 for bad input, 130 when
+Ctrl-C or SIGTERM stopped a MIP (the result printed is what it had: status ``interrupted``, incumbent and
+bound if any; ``kvtheory.optimum.interrupt``).
 """
 
 from __future__ import annotations
 
 import sys
 
-from kvtheory.cli.common import add_format_options, add_json_option, emit, load_workload
+from kvtheory.cli import options
+from kvtheory.cli.common import CLUSTER_OPTIONS, add_format_options, add_json_option, emit, load_workload, reject_unused
 from kvtheory.cli.route import add_cluster_options, build_cluster
 from kvtheory.errors import InputError
 from kvtheory.optimum.exact import MIP_SOLVERS, fif_bracket, solve_optimum
 
 SOLVERS = ("exact", "fif", "mip", "highs")
 NO_SOLUTION = 3
+INTERRUPTED = 130
 
 
 def register(commands) -> None:
     parser = commands.add_parser("opt", help="the exact offline optimum, with a proof (or a bracket)")
     parser.add_argument("--workload", required=True, metavar="FILE", help="workload file (see --format)")
     add_format_options(parser)
-    parser.add_argument("--budget", type=int, metavar="B", help="cache budget B in tokens (per worker)")
-    parser.add_argument("--batch", type=int, default=1, metavar="BETA", help="batch size beta (default 1)")
+    parser.add_argument("--budget", type=options.budget, metavar="B", help="cache budget B in tokens (per worker)")
+    parser.add_argument("--batch", type=options.batch, default=1, metavar="BETA", help="batch size beta (default 1)")
     parser.add_argument(
         "--solver",
         default="exact",
@@ -33,9 +37,15 @@ def register(commands) -> None:
     )
     parser.add_argument("--mip-solver", default="highs", choices=MIP_SOLVERS, help="the exact solver's MIP back end")
     parser.add_argument("--formulation", default="edge", choices=("edge", "token"), help="MIP formulation")
-    parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS", help="limit on the whole solve")
-    parser.add_argument("--workers", type=int, metavar="M", help="several workers: the joint makespan optimum")
-    parser.add_argument("--output-len", type=int, metavar="N", help="with --workers: output tokens per query")
+    parser.add_argument(
+        "--time-limit", type=options.seconds, default=None, metavar="SECONDS", help="limit on the whole solve"
+    )
+    parser.add_argument(
+        "--workers", type=options.workers, metavar="M", help="several workers: the joint makespan optimum"
+    )
+    parser.add_argument(
+        "--output-len", type=options.tokens, metavar="N", help="with --workers: output tokens per query"
+    )
     parser.add_argument(
         "--method",
         choices=("auto", "mip", "bounds"),
@@ -49,14 +59,20 @@ def register(commands) -> None:
 
 
 def run(args) -> int:
+    from kvtheory.optimum.interrupt import stoppable
+
+    with stoppable():  # Ctrl-C / SIGTERM during a MIP: its incumbent and bound, status "interrupted"
+        return _run(args)
+
+
+def _run(args) -> int:
     if args.solver not in SOLVERS:
         raise InputError(f"unknown solver {args.solver!r}; known solvers: {', '.join(SOLVERS)}")
-    if args.time_limit is not None and not args.time_limit > 0:
-        raise InputError(f"--time-limit must be positive, got {args.time_limit}")
     if args.workers is not None:
         return _several_workers(args)
     if args.budget is None:
         raise InputError("--budget is required (or --workers M with a cluster)")
+    reject_unused(args, CLUSTER_OPTIONS, "without --workers")
     workload = load_workload(args)
     if args.solver in ("exact", "fif"):
         if args.solver == "exact":
@@ -87,7 +103,11 @@ def run(args) -> int:
 
 
 def _exit_status(record: dict, args) -> int:
-    """0, or NO_SOLUTION with one line on stderr when the solver stopped without any solution."""
+    """0; INTERRUPTED when a signal stopped the solver; NO_SOLUTION when it stopped without any solution
+    within the time limit (each with one line on stderr)."""
+    if record["status"] == "interrupted":
+        print("kvtheory opt: interrupted; the result above is what the solver had", file=sys.stderr)
+        return INTERRUPTED
     if record["status"] != "no_solution":
         return 0
     print(

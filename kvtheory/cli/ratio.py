@@ -4,7 +4,16 @@ for instances too large to solve, over its best lower bound."""
 
 from __future__ import annotations
 
-from kvtheory.cli.common import add_format_options, add_json_option, emit, load_workload, parse_params
+from kvtheory.cli import options
+from kvtheory.cli.common import (
+    CLUSTER_OPTIONS,
+    add_format_options,
+    add_json_option,
+    emit,
+    load_workload,
+    parse_params,
+    reject_unused,
+)
 from kvtheory.cli.route import add_cluster_options, build_cluster
 from kvtheory.errors import InputError
 from kvtheory.ratio import competitive_ratio
@@ -18,25 +27,32 @@ def register(commands) -> None:
     source.add_argument("--adversary", metavar="NAME", help="a generator or adversary family instead of a file")
     add_format_options(parser)
     parser.add_argument("--param", action="append", metavar="KEY=VALUE", help="adversary parameter (repeatable)")
-    parser.add_argument("--budget", type=int, metavar="B", help="cache budget B in tokens (per worker)")
-    parser.add_argument("--batch", type=int, default=1, metavar="BETA", help="batch size beta (default 1)")
+    parser.add_argument("--budget", type=options.budget, metavar="B", help="cache budget B in tokens (per worker)")
+    parser.add_argument("--batch", type=options.batch, default=1, metavar="BETA", help="batch size beta (default 1)")
     parser.add_argument("--policy", help="online eviction policy (one worker)")
-    parser.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
-    parser.add_argument("--seeds", type=int, default=1, metavar="N", help="randomized policies: N seeds")
-    parser.add_argument("--workers", type=int, metavar="M", help="several workers: a router's makespan ratio")
+    parser.add_argument("--seed", type=options.seed, default=0, help="first seed (default 0)")
+    parser.add_argument("--seeds", type=options.runs, default=1, metavar="N", help="randomized policies: N seeds")
+    parser.add_argument(
+        "--workers", type=options.workers, metavar="M", help="several workers: a router's makespan ratio"
+    )
     parser.add_argument("--router", help="with --workers: the router to measure")
-    parser.add_argument("--eviction", default="lru", metavar="POLICY", help="with --workers: eviction (default lru)")
+    parser.add_argument("--eviction", metavar="POLICY", help="with --workers: eviction (default lru)")
     parser.add_argument("--router-opt", action="append", metavar="KEY=VALUE", help="router option (repeatable)")
-    parser.add_argument("--output-len", type=int, metavar="N", help="with --workers: output tokens per query")
-    parser.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS", help="joint MIP time limit")
+    parser.add_argument(
+        "--output-len", type=options.tokens, metavar="N", help="with --workers: output tokens per query"
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=options.seconds,
+        metavar="SECONDS",
+        help="with --workers: joint MIP time limit (default 60)",
+    )
     add_cluster_options(parser, budget=False)
     add_json_option(parser)
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
-    if args.seeds < 1:
-        raise InputError(f"--seeds must be at least 1, got {args.seeds}")
     if args.workload:
         if args.param:
             raise InputError("--param goes with --adversary, not with --workload")
@@ -44,7 +60,9 @@ def run(args) -> int:
     else:
         workload = generate(args.adversary, parse_params(args.param), seed=args.seed)
     if args.workers is not None:
+        reject_unused(args, ["policy"], "with --workers (give --router and --eviction)")
         return _several_workers(args, workload)
+    reject_unused(args, ["router", "router_opt", "eviction", "time_limit", *CLUSTER_OPTIONS], "without --workers")
     if args.budget is None or args.policy is None:
         raise InputError("--budget and --policy are required (or --workers M --router NAME)")
     report = competitive_ratio(
@@ -64,11 +82,11 @@ def _several_workers(args, workload) -> int:
         workload,
         cluster,
         args.router,
-        args.eviction,
+        args.eviction or "lru",
         seed=args.seed,
         output_len=args.output_len,
         router_options=parse_params(args.router_opt),
-        time_limit=args.time_limit,
+        time_limit=60.0 if args.time_limit is None else args.time_limit,
     )
     emit(result.to_dict(), args.json)
     return 0

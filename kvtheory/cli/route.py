@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from kvtheory.cli import options
 from kvtheory.cli.common import add_format_options, add_json_option, emit, load_workload, parse_params
 from kvtheory.cli.costmodel import add_hardware_options
 from kvtheory.errors import InputError
@@ -12,7 +13,7 @@ def register(commands) -> None:
     parser = commands.add_parser("route", help="simulate M workers behind a router (latency, TTFT, throughput)")
     parser.add_argument("--workload", required=True, metavar="FILE", help="workload file (see --format)")
     add_format_options(parser)
-    parser.add_argument("--workers", required=True, type=int, metavar="M", help="number of workers")
+    parser.add_argument("--workers", required=True, type=options.workers, metavar="M", help="number of workers")
     parser.add_argument(
         "--router",
         required=True,
@@ -25,13 +26,15 @@ def register(commands) -> None:
     )
     add_cluster_options(parser)
     parser.add_argument(
-        "--rate", type=float, metavar="QPS", help="Poisson arrivals at QPS (inf: all at 0); default: the file's"
+        "--rate", type=options.rate, metavar="QPS", help="Poisson arrivals at QPS (inf: all at 0); default: the file's"
     )
     parser.add_argument(
-        "--output-len", type=int, metavar="N", help="output tokens per query (default: the file's, else 0)"
+        "--output-len", type=options.tokens, metavar="N", help="output tokens per query (default: the file's, else 0)"
     )
-    parser.add_argument("--batch", type=int, default=1, metavar="BETA", help="batch size beta (default 1)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of routers, policies and --rate arrivals (default 0)")
+    parser.add_argument("--batch", type=options.batch, default=1, metavar="BETA", help="batch size beta (default 1)")
+    parser.add_argument(
+        "--seed", type=options.seed, default=0, help="seed of routers, policies and --rate arrivals (default 0)"
+    )
     add_json_option(parser)
     parser.set_defaults(run=run)
 
@@ -42,12 +45,27 @@ def add_cluster_options(parser, *, budget: bool = True) -> None:
     when the parser already has a --budget option (it is then read the same way)."""
     add_hardware_options(parser, gpu_help="GPU name, or a comma-separated list cycled over the workers")
     if budget:
-        parser.add_argument("--budget", type=int, metavar="B", help="tokens per worker (overrides the cost model's B)")
-    parser.add_argument("--a-miss", type=float, metavar="S", help="without --gpu: seconds per missed token (default 1)")
+        parser.add_argument(
+            "--budget", type=options.budget, metavar="B", help="tokens per worker (overrides the cost model's B)"
+        )
     parser.add_argument(
-        "--a-cached", type=float, metavar="S", help="without --gpu: seconds per cached token (default 0)"
+        "--a-miss",
+        type=options.seconds_per_token,
+        metavar="S",
+        help="without --gpu: seconds per missed token (default 1)",
     )
-    parser.add_argument("--decode", type=float, metavar="S", help="without --gpu: seconds per output token (default 0)")
+    parser.add_argument(
+        "--a-cached",
+        type=options.seconds_per_token,
+        metavar="S",
+        help="without --gpu: seconds per cached token (default 0)",
+    )
+    parser.add_argument(
+        "--decode",
+        type=options.seconds_per_token,
+        metavar="S",
+        help="without --gpu: seconds per output token (default 0)",
+    )
 
 
 def build_cluster(args, workers: int):
@@ -61,6 +79,8 @@ def build_cluster(args, workers: int):
         raise InputError(f"--workers must be a positive integer, got {workers}")
     plain = [name for name in ("a_miss", "a_cached", "decode") if getattr(args, name, None) is not None]
     if not args.gpu and not args.model:
+        if args.gpus or args.models:
+            raise InputError("--gpus and --models (extra cost-model tables) go with --gpu NAME --model NAME")
         if args.budget is None:
             raise InputError(
                 "give --gpu NAME and --model NAME (the cost model), or --budget B with --a-miss/--a-cached"
@@ -115,8 +135,11 @@ def run(args) -> int:
     per_worker = record.pop("per_worker")
     state = record.pop("router_state")
     workers = record.pop("cluster")
-    emit(record, False)
-    print(f"router_state  {state}")
+    if record["rate"] is None:
+        record["rate"] = "arrivals from the workload file"
+    emit({f"{key} ({UNITS[key]})" if key in UNITS else key: value for key, value in record.items()}, False)
+    if state:
+        print("router_state  " + "; ".join(f"{key} = {_plain(value)}" for key, value in state.items()))
     print("\nworker  label                     budget  queries  hit_rate    busy_s  utilization")
     for row, w in zip(per_worker, workers):
         print(
@@ -124,3 +147,23 @@ def run(args) -> int:
             f"{row['busy']:8.2f}  {row['utilization']:11.3f}"
         )
     return 0
+
+
+def _plain(value) -> str:
+    """A router-state value for a person: numbers to 4 significant digits, lists without brackets' noise."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_plain(v) for v in value) + "]"
+    return str(value)
+
+
+#: units of the text output (the JSON keeps bare numbers in these units)
+UNITS = {
+    **{f"{kind}_{stat}": "s" for kind in ("latency", "ttft") for stat in ("mean", "p50", "p95")},
+    "throughput_qps": "queries/s",
+    "makespan": "s",
+    "max_busy": "s",
+    "rate": "queries/s",
+    "tokens": "prompt tokens",
+}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kvtheory.errors import InputError
+from kvtheory.cli import options
 
 
 def register(commands) -> None:
@@ -19,7 +19,7 @@ def register(commands) -> None:
     parser.add_argument("--executor", default="local", choices=("local", "dask"), help="process pool or Dask")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler (default: a LocalCluster)")
     parser.add_argument(
-        "--workers", type=int, metavar="N", help="pool processes / LocalCluster workers (default: CPUs)"
+        "--workers", type=options.workers, metavar="N", help="pool processes / LocalCluster workers (default: CPUs)"
     )
     parser.add_argument("--dry-run", action="store_true", help="count the cells (and those already done); run none")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
@@ -40,8 +40,6 @@ def run(args) -> int:
         done = completed_ids(args.output) & {cell["id"] for cell in cells}
         print(f"{args.spec}: {len(cells)} cells, {len(done)} already in {args.output}, {len(cells) - len(done)} to run")
         return 0
-    if args.workers is not None and args.workers < 1:
-        raise InputError(f"--workers must be at least 1, got {args.workers}")
     summary = run_sweep(
         args.spec,
         args.output,

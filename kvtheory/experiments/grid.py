@@ -18,8 +18,10 @@ from pathlib import Path
 import orjson
 
 from kvtheory.errors import InputError
+from kvtheory.model.records import MAX_SEED, MAX_TOKENS, show
 
 POLICY_PLACEHOLDER = "$policy"
+MAX_SEEDS = 10**6  # instance or policy seeds given as a count N
 _TOP_KEYS = {"policies", "seeds", "policy_seeds", "budget", "batch", "grid", "name", "description"}
 _GRID_KEYS = {"family", "params", "policies", "seeds", "policy_seeds", "budget", "batch", "name"}
 _FILE_KEYS = {"workload", "format", "block_size", "policies", "policy_seeds", "budget", "batch", "name"}
@@ -57,10 +59,15 @@ def _seed_list(value, what: str) -> list[int]:
     if isinstance(value, int):
         if value < 1:
             raise InputError(f"{what} = {value}: give at least one seed")
+        if value > MAX_SEEDS:
+            raise InputError(f"{what} = {value}: at most {MAX_SEEDS} seeds")
         return list(range(value))
-    if isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+    if isinstance(value, list) and value and all(type(v) is int and 0 <= v <= MAX_SEED for v in value):
         return list(value)
-    raise InputError(f"{what} must be an integer N (0..N-1) or a non-empty list of integers, got {value!r}")
+    raise InputError(
+        f"{what} must be an integer N (0..N-1) or a non-empty list of seeds (integers in 0 .. 2^63 - 1), "
+        f"got {show(value)}"
+    )
 
 
 def _axis(value) -> list:
@@ -94,9 +101,14 @@ def _param_axes(family: str, params: Mapping, where: str) -> list[tuple[str, lis
 
 def _check_expression_or_int(value, what: str, where: str) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise InputError(f"{where}: {what} must be an integer or an expression string, got {value!r}")
+        raise InputError(f"{where}: {what} must be an integer or an expression string, got {show(value)}")
+    if isinstance(value, int) and not 1 <= value <= MAX_TOKENS:
+        raise InputError(f"{where}: {what} must be an integer in 1 .. 2^40 (or an expression), got {show(value)}")
     if isinstance(value, str):
-        _parse_expression(value, what)
+        try:
+            _parse_expression(value, what)
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
 
 
 def _file_params(grid: Mapping, here: str, base: Path | None) -> dict:
@@ -148,8 +160,8 @@ def expand(spec: Mapping, *, where: str = "spec", base: str | Path | None = None
         if unknown:
             raise InputError(f"{here}: unknown key(s) {sorted(unknown)}; allowed: {', '.join(sorted(_GRID_KEYS))}")
         family = FILE_FAMILY if file_params else grid.get("family")
-        if not file_params and family not in GENERATORS:
-            raise InputError(f"{here}: unknown family {family!r}; known: {', '.join(sorted(GENERATORS))}")
+        if not file_params and (not isinstance(family, str) or family not in GENERATORS):
+            raise InputError(f"{here}: unknown family {show(family)}; known: {', '.join(sorted(GENERATORS))}")
         setting = {
             key: grid.get(key, spec.get(key)) for key in ("policies", "seeds", "policy_seeds", "budget", "batch")
         }
@@ -158,7 +170,12 @@ def expand(spec: Mapping, *, where: str = "spec", base: str | Path | None = None
         policies = _axis(setting["policies"] if setting["policies"] is not None else [])
         if not policies:
             raise InputError(f"{here}: no policies")
-        classes = {name: policy_class(name) for name in policies}
+        if not all(isinstance(name, str) for name in policies):
+            raise InputError(f"{here}: policies must be policy names, got {show(policies)}")
+        try:
+            classes = {name: policy_class(name) for name in policies}
+        except InputError as exc:
+            raise InputError(f"{here}: {exc}") from None
         seeds = _seed_list(setting["seeds"] if setting["seeds"] is not None else [0], f"{here}: seeds")
         policy_seeds = _seed_list(
             setting["policy_seeds"] if setting["policy_seeds"] is not None else 1, f"{here}: policy_seeds"
@@ -194,7 +211,10 @@ def expand(spec: Mapping, *, where: str = "spec", base: str | Path | None = None
                     "policy": classes[policy].name,
                     "policy_seeds": policy_seeds if classes[policy].randomized else policy_seeds[:1],
                 }
-                cell["id"] = cell_id(cell)
+                try:
+                    cell["id"] = cell_id(cell)
+                except (TypeError, orjson.JSONEncodeError):
+                    raise InputError(f"{here}: a parameter value does not fit in 64 bits: {show(resolved)}") from None
                 if cell["id"] not in seen:
                     seen.add(cell["id"])
                     cells.append(cell)
@@ -210,8 +230,16 @@ _OPERATORS = {
     ast.Div: lambda a, b: a / b,
     ast.FloorDiv: lambda a, b: a // b,
     ast.Mod: lambda a, b: a % b,
-    ast.Pow: lambda a, b: a**b,
+    ast.Pow: lambda a, b: _power(a, b),
 }
+_LARGEST = 2.0**63  # an expression's values stay below this in magnitude (int64)
+
+
+def _power(base, exponent):
+    """``base ** exponent``, refused before it is computed when the result would pass 2^63."""
+    if abs(base) > 1 and abs(exponent) * math.log2(abs(base)) >= 63 and exponent > 0:
+        raise OverflowError("result too large")
+    return base**exponent
 
 
 @functools.lru_cache(maxsize=256)
@@ -278,13 +306,17 @@ def evaluate(text: str, names: Mapping[str, float], what: str = "budget") -> int
             value = walk(node.operand)
             return -value if isinstance(node.op, ast.USub) else value
         if isinstance(node, ast.BinOp):
-            return _OPERATORS[type(node.op)](walk(node.left), walk(node.right))
-        return _FUNCTIONS[node.func.id](*(walk(arg) for arg in node.args))
+            result = _OPERATORS[type(node.op)](walk(node.left), walk(node.right))
+        else:
+            result = _FUNCTIONS[node.func.id](*(walk(arg) for arg in node.args))
+        if isinstance(result, (int, float)) and abs(result) >= _LARGEST:
+            raise OverflowError("result too large")
+        return result
 
     try:
         value = walk(tree)
     except (ZeroDivisionError, OverflowError, TypeError, ValueError) as exc:
         raise InputError(f"{what} expression {text!r}: {exc}") from None
-    if not math.isfinite(value):
-        raise InputError(f"{what} expression {text!r} is not finite")
+    if not math.isfinite(value) or abs(value) >= _LARGEST:
+        raise InputError(f"{what} expression {text!r} is not a finite number below 2^63")
     return int(math.floor(value))

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from kvtheory.errors import InputError
+from kvtheory.model.records import show
 from kvtheory.ratio import harmonic
 
 METRICS = {"ratio": "ratios", "steady": "steady_ratios"}
@@ -89,6 +90,10 @@ def plot_results(
     chosen = [r for r in select(records, families=families, where=where) if field(r, x) is not None]
     if not chosen:
         raise InputError(f"no results to plot (no error-free record with a value for x = {x!r} matches)")
+    for record in chosen:
+        value = field(record, x)
+        if type(value) not in (int, float) or not math.isfinite(value):
+            raise InputError(f"x = {x!r} must be numeric, but cell {record.get('cell')} has {show(value)}")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -51,6 +51,8 @@ import orjson
 from kvtheory.errors import InputError
 from kvtheory.experiments.executors import DaskExecutor, make_executor
 from kvtheory.experiments.grid import FILE_FAMILY, Cell, cell_id, evaluate, expand, load_spec
+from kvtheory.locking import exclusive_writer
+from kvtheory.model.records import Anything, Bool, Int, Number, Numbers, Object, RecordType, Text
 
 
 # -- running one cell -------------------------------------------------------------------------------
@@ -165,33 +167,95 @@ class SweepSummary:
     output: str
 
 
-def completed_ids(output: str | Path) -> set[str]:
-    """Ids of the cells already in ``output``, after cutting a torn last line (a killed writer's).
+#: A line of a results file: the cell's id and definition, then its error or its measurements. Only the
+#: fields the readers use are typed; others (added by later versions) pass through unchecked.
+RESULT_RECORD = RecordType(
+    "a sweep result",
+    {
+        "cell": Text("the cell's id"),
+        "family": Text("a workload family name"),
+        "params": Object("an object of workload parameters"),
+        "seed": Int("an integer instance seed"),
+        "policy": Text("a policy name"),
+        "error": Text("an error message"),
+        "budget": Anything("an integer or an expression"),
+        "batch": Anything("an integer or an expression"),
+    },
+    required=frozenset({"cell", "family", "params", "seed", "policy"}),
+    extra=True,
+)
+_MEASURED = RecordType(
+    "an error-free sweep result",
+    {
+        "budget": Int("a positive integer", lo=1),
+        "batch": Int("a positive integer", lo=1),
+        "k": Int("an integer"),
+        "ratios": Numbers("a list of ratios"),
+        "steady_ratios": Numbers("a list of ratios"),
+        "ratio_mean": Number("a number"),
+        "ratio_ci95": Numbers("a pair of numbers", length=2),
+        "worst_ratio": Number("a number"),
+        "worst_seed": Int("an integer seed"),
+        "randomized": Bool(),
+    },
+    required=frozenset({"budget", "batch", "k", "ratios", "worst_seed"}),
+    extra=True,
+)
 
-    A line that is not a JSON object with a ``cell`` id is an InputError naming it, except the last
-    line when it lacks its newline: that one is removed, and its cell runs again.
+
+def read_results(path: str | Path) -> list[dict]:
+    """The records of a results file, each checked (:data:`RESULT_RECORD`), blank lines skipped.
+
+    A last line without its newline is a record still being written (or a killed writer's): it is left
+    out, and a resumed sweep runs its cell again. A cell id on two lines (a file that two sweeps wrote at
+    once, before outputs were locked) is an InputError naming both lines, as is any malformed line.
     """
-    path = Path(output)
-    if not path.exists():
-        return set()
-    data = path.read_bytes()
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read results ({exc.strerror})") from None
     if data and not data.endswith(b"\n"):
-        cut = data.rfind(b"\n") + 1
-        with open(path, "r+b") as handle:
-            handle.truncate(cut)
-        data = data[:cut]
-    done = set()
+        data = data[: data.rfind(b"\n") + 1]
+    records, first_line = [], {}
     for number, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
             continue
-        try:
-            record = orjson.loads(line)
-            done.add(record["cell"])
-        except (orjson.JSONDecodeError, KeyError, TypeError):
+        where = f"{path}:{number}"
+        record = RESULT_RECORD.parse(line, where)
+        if "error" not in record:
+            record = _MEASURED.check(record, where)
+        cell = record["cell"]
+        if cell in first_line:
             raise InputError(
-                f"{path}:{number}: not a sweep result line (expected a JSON object with a 'cell' id)"
-            ) from None
-    return done
+                f"{where}: cell {cell} is already on line {first_line[cell]}; a results file holds each cell "
+                "once (two sweeps wrote this file at once?): delete one of the two lines"
+            )
+        first_line[cell] = number
+        records.append(record)
+    return records
+
+
+def completed_ids(output: str | Path) -> set[str]:
+    """Ids of the cells already in ``output`` (none if it does not exist); see :func:`read_results`."""
+    if not Path(output).exists():
+        return set()
+    return {record["cell"] for record in read_results(output)}
+
+
+def _cut_torn_line(path: Path) -> None:
+    """Remove a last line that lacks its newline (a killed writer's), so appending starts a fresh line."""
+    if not path.exists():
+        return
+    with open(path, "r+b") as handle:
+        size = handle.seek(0, 2)
+        if size == 0:
+            return
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            return
+        data = path.read_bytes()
+        handle.truncate(data.rfind(b"\n") + 1)
 
 
 def progress_bar(total: int, initial: int, enabled: bool | None):
@@ -217,11 +281,23 @@ def run_cells(
     line is the same whichever executor or worker computed it.
     """
     start = time.perf_counter()
-    done = completed_ids(output)
-    todo = [cell for cell in cells if cell["id"] not in done]
-    skipped = len(cells) - len(todo)
+    with exclusive_writer(output, "sweep output"):
+        _cut_torn_line(Path(output))
+        done = completed_ids(output)
+        todo = [cell for cell in cells if cell["id"] not in done]
+        skipped = len(cells) - len(todo)
+        errors = _append_records(todo, output, executor, len(cells), skipped, progress, function)
+    return SweepSummary(len(cells), skipped, len(todo), errors, time.perf_counter() - start, str(output))
+
+
+def _append_records(todo, output, executor, total: int, skipped: int, progress, function) -> int:
+    """Submit every cell of ``todo``; append each record as one whole line, flushed, as it arrives."""
     errors = 0
-    with open(output, "ab") as handle, progress_bar(len(cells), skipped, progress) as bar:
+    try:
+        handle = open(output, "ab")
+    except OSError as exc:
+        raise InputError(f"{output}: cannot write results ({exc.strerror})") from None
+    with handle, progress_bar(total, skipped, progress) as bar:
         futures = [executor.submit(function, cell, cell["id"]) for cell in todo]
         for future in executor.as_completed(futures):
             record = future.result()
@@ -229,7 +305,7 @@ def run_cells(
             handle.write(orjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
             handle.flush()
             bar.update(1)
-    return SweepSummary(len(cells), skipped, len(todo), errors, time.perf_counter() - start, str(output))
+    return errors
 
 
 def run_sweep(
@@ -259,23 +335,6 @@ def run_sweep(
         runner.close()
 
 
-def read_results(path: str | Path) -> list[dict]:
-    """The records of a results file (torn or blank lines skipped)."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read results ({exc.strerror})") from None
-    records = []
-    for line in data.split(b"\n"):
-        if line.strip():
-            try:
-                records.append(orjson.loads(line))
-            except orjson.JSONDecodeError:
-                continue
-    return records
-
-
 def stability_rows(records: Iterable[Mapping]) -> list[dict]:
     """Seed stability of the randomized cells, one row per (family, policy).
 
@@ -285,7 +344,10 @@ def stability_rows(records: Iterable[Mapping]) -> list[dict]:
     rows: dict[tuple[str, str], dict] = {}
     for record in records:
         ratios = [r for r in record.get("ratios") or () if isinstance(r, (int, float)) and math.isfinite(r)]
+        mean, interval, worst = record.get("ratio_mean"), record.get("ratio_ci95"), record.get("worst_ratio")
         if "error" in record or len(ratios) < 2 or len(ratios) < len(record["ratios"]):
+            continue
+        if mean is None or worst is None or interval is None or None in interval:
             continue
         row = rows.setdefault(
             (record["family"], record["policy"]),
@@ -303,12 +365,12 @@ def stability_rows(records: Iterable[Mapping]) -> list[dict]:
         )
         row["cells"] += 1
         row["seeds"] = max(row["seeds"], len(record["ratios"]))
-        mean, (low, high) = record["ratio_mean"], record["ratio_ci95"]
+        low, high = interval
         if mean and math.isfinite(mean):
             row["ci_rel"] = max(row["ci_rel"], (high - low) / 2 / mean)
         lowest, highest = min(ratios), max(ratios)
         if lowest > 0 and math.isfinite(highest):
             row["spread"] = max(row["spread"], highest / lowest)
-        if record["worst_ratio"] > row["worst_ratio"]:
-            row.update(worst_ratio=record["worst_ratio"], worst_seed=record["worst_seed"], worst_cell=record["cell"])
+        if worst > row["worst_ratio"]:
+            row.update(worst_ratio=worst, worst_seed=record["worst_seed"], worst_cell=record["cell"])
     return list(rows.values())

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from kvtheory.errors import InputError
+from kvtheory.model.records import MAX_TOKENS
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.model.workload import Workload
 
@@ -42,10 +43,10 @@ def footprint(trie: PrefixTrie, paths: Sequence[Sequence[int]]) -> int:
 
 def validate(workload: Workload, budget: int, batch: int = 1) -> None:
     """Raise InputError unless every batch of ``workload`` fits in a cache of ``budget`` tokens."""
-    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget <= 0:
-        raise InputError(f"budget must be a positive number of tokens, got {budget}")
-    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch <= 0:
-        raise InputError(f"batch size must be a positive integer, got {batch}")
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or not 0 < budget <= MAX_TOKENS:
+        raise InputError(f"budget must be a positive number of tokens (at most 2^40), got {budget}")
+    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or not 0 < batch <= MAX_TOKENS:
+        raise InputError(f"batch size must be a positive integer (at most 2^40), got {batch}")
     for j, query in enumerate(workload):
         if query.length > budget:
             raise InputError(f"{workload.where(j)}: query has {query.length} tokens, more than the budget B = {budget}")

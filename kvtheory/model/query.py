@@ -25,11 +25,14 @@ class Query:
 
     @classmethod
     def of(cls, tokens, arrival: float | None = None, output_len: int | None = None) -> Query:
-        """Build a query from any sequence of integer token ids."""
-        array = np.asarray(tokens, dtype=np.int64)
+        """Build a query from any flat sequence of integer token ids (no bool, float or nested list is
+        converted: those are errors)."""
+        array = np.asarray(tokens)
         if array.ndim != 1 or array.size == 0:
             raise ValueError("a query needs a non-empty 1-D token sequence")
-        return cls(array, arrival, output_len)
+        if array.dtype.kind not in "iu" or (array.dtype.kind == "u" and array.max() > np.iinfo(np.int64).max):
+            raise ValueError(f"token ids must be 64-bit integers, got dtype {array.dtype}")
+        return cls(array.astype(np.int64, copy=False), arrival, output_len)
 
     @property
     def length(self) -> int:

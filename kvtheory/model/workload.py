@@ -1,25 +1,32 @@
 """Workloads: ordered lists of queries, and their JSON Lines file format.
 
 A workload file has one query per line: ``{"tokens": [int, ...]}`` with optional ``"arrival"`` (seconds,
-float) and ``"output_len"`` (int). Reading validates every line and names the line of the first error.
+float) and ``"output_len"`` (int). Reading validates every line (:data:`QUERY_RECORD`, through the
+shared :mod:`kvtheory.model.records`) and names the line of the first error.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-import numpy as np
 import orjson
 
 from kvtheory.errors import InputError
 from kvtheory.model.query import BlockQuery, Query
+from kvtheory.model.records import Int, IntArray, Number, RecordType
 from kvtheory.model.trie import PrefixTrie
 
-_KNOWN_KEYS = frozenset({"tokens", "arrival", "output_len"})
+#: Largest accepted arrival time (seconds, about 31,700 years) and output length (tokens): bounds
+#: that keep every time and cost sum finite and every length an int64.
+MAX_ARRIVAL = 1e12
+MAX_OUTPUT_LEN = 2**40
 
 
 @dataclass(frozen=True)
@@ -92,87 +99,28 @@ class Workload(Sequence):
         return [q.tokens.tolist() for q in self.queries]
 
 
-_INT64_LIMITS = (np.iinfo(np.int64).min, np.iinfo(np.int64).max)
-
-
-def _fast_tokens(line: bytes) -> tuple[np.ndarray, dict] | None:
-    """Parse a line whose token list holds only non-negative decimal integers, numpy-fast.
-
-    The token list is cut out and parsed by numpy; the rest of the line (with ``"tokens": []``) goes
-    through orjson. Anything unusual returns None and the line takes the fully checked path, so this
-    only ever accepts lines that the checked path accepts with the same result.
-    """
-    key = line.find(b'"tokens"')
-    start = line.find(b"[", key)
-    stop = line.find(b"]", start)
-    if key < 0 or start < 0 or stop < 0:
-        return None
-    text = line[start + 1 : stop]
-    if text.translate(None, b"0123456789, \t").strip() or not text.strip():
-        return None
-    try:
-        tokens = np.fromstring(text, dtype=np.int64, sep=",")
-        rest = orjson.loads(line[: start + 1] + line[stop:])
-    except (ValueError, orjson.JSONDecodeError):
-        return None
-    if tokens.size != text.count(b",") + 1 or not isinstance(rest, dict) or rest.get("tokens") != []:
-        return None
-    if tokens.size and tokens.max() == _INT64_LIMITS[1]:
-        return None
-    return tokens, rest
+#: A workload line (docs/formats.md §Workload files): token ids t1..tL, arrival a_j in seconds, output length o_j.
+QUERY_RECORD = RecordType(
+    "a query",
+    {
+        "tokens": IntArray("a non-empty list of integer token ids", element="token"),
+        "arrival": Number("a non-negative number of seconds", lo=0.0, hi=MAX_ARRIVAL),
+        "output_len": Int("a non-negative integer", lo=0, hi=MAX_OUTPUT_LEN),
+    },
+    required=frozenset({"tokens"}),
+    extra=True,  # other keys are ignored, with one warning per file (read_workload)
+)
 
 
 def parse_query_line(line: bytes | str, where: str, unknown: set[str] | None = None) -> Query:
     """Parse and validate one JSON Lines record; ``where`` (e.g. ``"w.jsonl:7"``) prefixes errors.
 
     Keys other than tokens, arrival and output_len are ignored and added to ``unknown``."""
-    fast = _fast_tokens(line) if isinstance(line, bytes) else None
-    if fast is not None:
-        tokens, rest = fast
-        return Query(tokens, *_optional_fields(rest, where, unknown))
-    try:
-        record = orjson.loads(line)
-    except orjson.JSONDecodeError as exc:
-        raise InputError(f"{where}: not valid JSON ({exc.args[0].split(':')[0]})") from None
-    if not isinstance(record, dict):
-        raise InputError(f"{where}: expected a JSON object with a 'tokens' list")
-    tokens = record.get("tokens")
-    if not isinstance(tokens, list):
-        raise InputError(f"{where}: 'tokens' must be a list of integers")
-    if not tokens:
-        raise InputError(f"{where}: 'tokens' is empty; a query needs at least one token")
-    try:
-        array = np.array(tokens)
-    except (OverflowError, ValueError):
-        array = None
-    # numpy folds JSON true/false into an int64 array, so booleans are looked for separately.
-    if array is None or array.dtype != np.int64 or _mentions_boolean(line):
-        for token in tokens:
-            if type(token) is float and abs(token) >= 2.0**63:
-                raise InputError(f"{where}: token {token!r} does not fit in a signed 64-bit integer")
-            if type(token) is not int:
-                raise InputError(f"{where}: token {token!r} is not an integer")
-        if array is None or array.dtype != np.int64:
-            raise InputError(f"{where}: a token id does not fit in a signed 64-bit integer")
-    return Query(array, *_optional_fields(record, where, unknown))
-
-
-def _optional_fields(record: dict, where: str, unknown: set[str] | None) -> tuple[float | None, int | None]:
-    """Validate the optional ``arrival`` and ``output_len`` of a record; collect its unknown keys."""
+    record = QUERY_RECORD.parse(line, where)
     if unknown is not None and len(record) > 1:
-        unknown.update(set(record) - _KNOWN_KEYS)
+        unknown.update(key for key in record if key not in QUERY_RECORD.fields)
     arrival = record.get("arrival")
-    if arrival is not None and (type(arrival) not in (int, float) or not np.isfinite(arrival) or arrival < 0):
-        raise InputError(f"{where}: 'arrival' must be a non-negative number of seconds, got {arrival!r}")
-    output_len = record.get("output_len")
-    if output_len is not None and (type(output_len) is not int or output_len < 0):
-        raise InputError(f"{where}: 'output_len' must be a non-negative integer, got {output_len!r}")
-    return (None if arrival is None else float(arrival)), output_len
-
-
-def _mentions_boolean(line: bytes | str) -> bool:
-    raw = line.encode() if isinstance(line, str) else line
-    return b"true" in raw or b"false" in raw
+    return Query(record["tokens"], None if arrival is None else float(arrival), record.get("output_len"))
 
 
 def read_workload(path: str | Path) -> Workload:
@@ -206,13 +154,29 @@ def warn_unknown_keys(path, unknown: set[str], known: str) -> None:
 
 
 def write_workload(workload: Workload, path: str | Path) -> None:
-    """Write a workload as JSON Lines (the inverse of :func:`read_workload`)."""
-    with open(path, "wb") as handle:
-        for query in workload:
-            record: dict = {"tokens": query.tokens}
-            if query.arrival is not None:
-                record["arrival"] = query.arrival
-            if query.output_len is not None:
-                record["output_len"] = query.output_len
-            handle.write(orjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY))
-            handle.write(b"\n")
+    """Write a workload as JSON Lines (the inverse of :func:`read_workload`).
+
+    The file is written beside ``path`` under a temporary name and then renamed over it, so a reader (or
+    a second writer of the same path, as two ``kvtheory check`` runs saving one counterexample) sees the
+    old file or the new one, whole, never a mix or a torn line.
+    """
+    path = Path(path)
+    handle = tempfile.NamedTemporaryFile("wb", dir=path.parent, prefix=f".{path.name}.", delete=False)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(handle.fileno(), 0o666 & ~umask)  # the mode open() would give, not mkstemp's 0600
+        with handle:
+            for query in workload:
+                record: dict = {"tokens": query.tokens}
+                if query.arrival is not None:
+                    record["arrival"] = query.arrival
+                if query.output_len is not None:
+                    record["output_len"] = query.output_len
+                handle.write(orjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY))
+                handle.write(b"\n")
+        os.replace(handle.name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(handle.name)
+        raise

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from kvtheory.errors import InputError
 from kvtheory.model.batches import batches, validate
 from kvtheory.model.workload import Workload
+from kvtheory.optimum import interrupt
 from kvtheory.optimum.fif import FurthestInFuture, run_fif
 from kvtheory.optimum.flow_bound import weighted_paging_bound
 
@@ -32,7 +33,9 @@ class Optimum:
     """The optimum's misses (the best incumbent), a proven lower bound, and how they were obtained.
 
     ``status``: ``optimal`` (``bound`` = ``misses``, ``proof`` says why), ``time_limit`` (the solver
-    stopped; OPT lies in [bound, misses]) or ``upper_bound`` (FIF alone at beta >= 2, as asked).
+    stopped; OPT lies in [bound, misses]), ``interrupted`` (the same bracket, the MIP stopped by
+    Ctrl-C or SIGTERM inside ``kvtheory.optimum.interrupt.stoppable``) or ``upper_bound`` (FIF alone
+    at beta >= 2, as asked).
     ``gap`` = (misses - bound) / misses. ``fif_misses`` is FIF's cost, for its excess over OPT.
     """
 
@@ -82,7 +85,13 @@ def solve_optimum(
         fif = run_fif(workload, budget).misses
         return _result("fif", "optimal", fif, fif, fif, "FIF is exact at batch size 1", budget, batch, started)
     fif, start = fif_schedule(workload, budget, batch)
-    bound = weighted_paging_bound(workload.trie, batches(len(workload), batch), budget, workload.total_tokens)
+    try:
+        bound = weighted_paging_bound(workload.trie, batches(len(workload), batch), budget, workload.total_tokens)
+    except KeyboardInterrupt:  # Ctrl-C / SIGTERM: FIF is the incumbent; every distinct token is missed once
+        if not interrupt.in_scope():
+            raise
+        lower = workload.trie.distinct_tokens
+        return _result("fif", "interrupted", fif, lower, fif, None, budget, batch, started)
     if bound >= fif:
         return _result(
             "fif", "optimal", fif, fif, fif, "the weighted-paging flow bound meets FIF", budget, batch, started
@@ -98,7 +107,8 @@ def solve_optimum(
     if lower >= misses:
         proof = f"the edge MIP ({mip_solver}) proves its bound {misses}"
         return _result(f"mip:{mip_solver}", "optimal", misses, misses, fif, proof, budget, batch, started)
-    return _result(f"mip:{mip_solver}", "time_limit", misses, lower, fif, None, budget, batch, started)
+    stopped = "interrupted" if mip.status == "interrupted" else "time_limit"  # by a signal, or by the limit
+    return _result(f"mip:{mip_solver}", stopped, misses, lower, fif, None, budget, batch, started)
 
 
 def fif_bracket(workload: Workload, budget: int, *, batch: int = 1) -> Optimum:

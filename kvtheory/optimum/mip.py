@@ -30,7 +30,8 @@ The formulations are built by :mod:`kvtheory.optimum.formulations` and solved th
 
 Solvers: PuLP's bundled CBC, or HiGHS (highspy, installed with kvtheory). Misses are integers, so an
 absolute gap below 1 proves optimality and a lower bound may be rounded up. A run stopped by its time
-limit reports status ``time_limit`` (with its incumbent and the solver's proven bound) or
+limit reports status ``time_limit`` (with its incumbent and the solver's proven bound), one stopped by
+SIGINT or SIGTERM inside :func:`kvtheory.optimum.interrupt.stoppable` ``interrupted`` (the same), or
 ``no_solution``; it is ``optimal`` only if its bound, rounded up, already meets the incumbent (a proof).
 """
 
@@ -120,7 +121,8 @@ def solve_mip(
     # without a bound from the solver: each distinct token node is missed at least once
     bound = float(workload.trie.distinct_tokens if outcome.bound is None else math.ceil(offset + outcome.bound - 1e-6))
     status = outcome.status
-    if status == "optimal" or (status == "time_limit" and bound is not None and bound >= misses):
+    proven = misses is not None and bound is not None and bound >= misses
+    if status == "optimal" or (status in ("time_limit", "interrupted") and proven):
         status, bound = "optimal", float(misses)
     return OptResult(
         solver=solver,

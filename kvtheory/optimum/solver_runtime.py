@@ -62,7 +62,9 @@ def hard_deadline(seconds: float | None):
 
 @contextlib.contextmanager
 def reaped_cbc():
-    """Kill, on the way out of the block, every CBC process PuLP started in it and left running."""
+    """Kill, on the way out of the block, every CBC process PuLP started in it and left running.
+
+    Yields the list of those processes (``subprocess.Popen``), filled as PuLP starts them."""
     from pulp.apis import coin_api
 
     real = coin_api.subprocess
@@ -79,7 +81,7 @@ def reaped_cbc():
 
     coin_api.subprocess = Spawner()
     try:
-        yield
+        yield started
     finally:
         coin_api.subprocess = real
         for child in started:

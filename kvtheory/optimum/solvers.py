@@ -2,8 +2,9 @@
 
 :func:`solve` minimises a model and returns an :class:`Outcome`: ``optimal`` (bound = objective),
 ``time_limit`` (an incumbent and the best bound the solver proved), ``no_solution`` (none within the
-limit; the bound if the solver had one) or ``infeasible``. A time limit holds for the whole call
-(:mod:`kvtheory.optimum.solver_runtime`). CBC's bound is read from its log; HiGHS reports its own. A
+limit; the bound if the solver had one), ``infeasible``, or ``interrupted`` (SIGINT or SIGTERM stopped
+the solver: its incumbent and bound if any, :mod:`kvtheory.optimum.interrupt`). A time limit holds for
+the whole call (:mod:`kvtheory.optimum.solver_runtime`). CBC's bound is read from its log; HiGHS reports its own. A
 MIP start (the variables' initial values) is handed to either solver with ``warm=True``.
 """
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 import pulp
 
 from kvtheory.errors import InputError
+from kvtheory.optimum import interrupt
 from kvtheory.optimum.solver_runtime import OutOfTime, hard_deadline, reaped_cbc, stdout_silenced
 
 SOLVERS = ("cbc", "highs")
@@ -48,8 +50,11 @@ def solve(
 
     ``time_limit`` holds for the whole call: the solver's own limit ends ``_MARGIN`` of it early, so
     that it stops with its incumbent, and :func:`hard_deadline` stops whatever is still running at the
-    limit (then ``no_solution``: what the solver had is lost).
+    limit (then ``no_solution``: what the solver had is lost). After a signal stopped a solve of the
+    same :func:`~kvtheory.optimum.interrupt.stoppable` scope, nothing more is solved: ``interrupted``.
     """
+    if interrupt.stop_requested():
+        return Outcome("interrupted", None, None)
     adapter = _solve_highs if solver == "highs" else _solve_cbc
     own_limit = None if time_limit is None else time_limit * (1 - _MARGIN)
     try:
@@ -75,7 +80,7 @@ def _solve_highs(
 
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     options = {"msg": False, "mip": mip, "gapAbs": gap_abs, "gapRel": 0.0}
-    with stdout_silenced():  # highspy prints a banner on the C stdout even with msg=False
+    with stdout_silenced(), interrupt.solving():  # highspy prints a banner on the C stdout even with msg=False
         prob.solve(_highs_until(deadline, warm)(**options))
     highs = prob.solverModel
     info = highs.getInfo()
@@ -87,6 +92,8 @@ def _solve_highs(
     if model_status == highspy.HighsModelStatus.kOptimal:
         return Outcome("optimal", objective, info.mip_dual_bound if mip else objective)
     bound = info.mip_dual_bound if mip and math.isfinite(info.mip_dual_bound) else None
+    if model_status == highspy.HighsModelStatus.kInterrupt or interrupt.stop_requested():
+        return Outcome("interrupted", objective, bound)
     return Outcome("time_limit" if has_incumbent else "no_solution", objective, bound)
 
 
@@ -96,7 +103,7 @@ def _highs_until(deadline: float | None, warm: bool) -> type:
     initial values given to HiGHS as a MIP start."""
     import highspy
 
-    class HiGHSUntil(pulp.HiGHS):
+    class HiGHSUntil(interrupt.HiGHS):
         def callSolver(self, lp):
             if deadline is not None:
                 lp.solverModel.setOptionValue("time_limit", max(deadline - time.perf_counter(), 1e-3))
@@ -138,18 +145,29 @@ def _solve_cbc(
             command = pulp.PULP_CBC_CMD(
                 msg=False, mip=mip, timeLimit=time_limit, gapAbs=gap_abs, logPath=log_path, warmStart=warm
             )
-        with reaped_cbc():
-            prob.solve(command)
+        killed = False
+        with reaped_cbc() as children, interrupt.solving(children):
+            try:
+                prob.solve(command)
+            except pulp.PulpSolverError:  # CBC was killed: no solution file
+                if not interrupt.stop_requested():
+                    raise
+                killed = True
         with open(log_path) as log:
             text = log.read()
     finally:
         os.unlink(log_path)
+    if killed:  # prob still holds an earlier solve's status and values
+        return Outcome("interrupted", None, _cbc_bound(text))
     if prob.status == pulp.LpStatusInfeasible:
         return Outcome("infeasible", None, None)
     if prob.sol_status == pulp.LpSolutionOptimal:
         objective = linear_value(prob)
         return Outcome("optimal", objective, objective)
     bound = _cbc_bound(text)
+    if interrupt.stop_requested():
+        has_incumbent = prob.sol_status == pulp.LpSolutionIntegerFeasible
+        return Outcome("interrupted", linear_value(prob) if has_incumbent else None, bound)
     if prob.sol_status == pulp.LpSolutionIntegerFeasible:
         return Outcome("time_limit", linear_value(prob), bound)
     return Outcome("no_solution", None, bound)

@@ -10,55 +10,43 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import orjson
 
 from kvtheory.errors import InputError
 from kvtheory.model.query import BlockQuery
-from kvtheory.model.workload import Workload, warn_unknown_keys
+from kvtheory.model.records import MAX_TOKENS, Int, IntArray, RecordType
+from kvtheory.model.workload import MAX_OUTPUT_LEN, Workload, warn_unknown_keys
 
 FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
-_INT64 = (int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max))
 
-
-def _integer(record: dict, key: str, where: str, low: int) -> int:
-    value = record.get(key)
-    if value is None:
-        raise InputError(f"{where}: missing {key!r}")
-    if type(value) is not int or value < low:
-        raise InputError(f"{where}: {key!r} must be an integer >= {low}, got {value!r}")
-    return value
+#: A Mooncake line (docs/formats.md §Mooncake traces); other keys are ignored with one warning per file.
+MOONCAKE_RECORD = RecordType(
+    "a Mooncake request",
+    {
+        "timestamp": Int("a non-negative integer number of milliseconds", lo=0),
+        "input_length": Int("a positive integer", lo=1, hi=MAX_TOKENS),
+        "output_length": Int("a non-negative integer", lo=0, hi=MAX_OUTPUT_LEN),
+        "hash_ids": IntArray("a non-empty list of integer block ids", element="hash id"),
+    },
+    required=frozenset(FIELDS),
+    extra=True,
+)
 
 
 def parse_mooncake_line(line: bytes, where: str, block_size: int, unknown: set[str]) -> tuple[BlockQuery, int]:
     """One record as a query and its timestamp (ms); InputError prefixed by ``where`` if it is malformed."""
-    try:
-        record = orjson.loads(line)
-    except orjson.JSONDecodeError as exc:
-        raise InputError(f"{where}: not valid JSON ({exc.args[0].split(':')[0]})") from None
-    if not isinstance(record, dict):
-        raise InputError(f"{where}: expected a JSON object with {', '.join(FIELDS)}")
-    unknown.update(key for key in record if key not in FIELDS)
-    timestamp = _integer(record, "timestamp", where, 0)
-    length = _integer(record, "input_length", where, 1)
-    output_len = _integer(record, "output_length", where, 0)
-    ids = record.get("hash_ids")
-    if not isinstance(ids, list) or not ids or any(type(h) is not int for h in ids):
-        raise InputError(f"{where}: 'hash_ids' must be a non-empty list of integers, got {_short(ids)}")
-    if min(ids) < _INT64[0] or max(ids) > _INT64[1]:
-        raise InputError(f"{where}: a hash id does not fit in a signed 64-bit integer")
+    record = MOONCAKE_RECORD.parse(line, where)
+    unknown.update(key for key in record if key not in MOONCAKE_RECORD.fields)
+    length, ids = record["input_length"], record["hash_ids"]
     n = len(ids)
     if not block_size * (n - 1) < length <= block_size * n:
         raise InputError(
             f"{where}: input_length {length} does not fit {n} block(s) of {block_size} tokens "
             f"(it must lie in ({block_size * (n - 1)}, {block_size * n}])"
         )
-    return BlockQuery(tuple(ids), length, block_size, timestamp / 1000, output_len), timestamp
-
-
-def _short(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    timestamp = record["timestamp"]
+    query = BlockQuery(tuple(ids.tolist()), length, block_size, timestamp / 1000, record["output_length"])
+    return query, timestamp
 
 
 def read_mooncake(path: str | Path, block_size: int = 512) -> Workload:
