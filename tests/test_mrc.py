@@ -20,7 +20,10 @@ def trace(tmp_path_factory):
 
 
 def _cli(capsys, *argv):
-    code = main([str(a) for a in argv])
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exited:  # argparse's usage errors
+        code = exited.code
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -88,7 +91,7 @@ def test_mrc_draws_a_plot(capsys, trace, tmp_path):
         (["--budgets", "1,2000"], "more than the budget B = 1"),
         (["--budgets", "2000,x"], "--budgets expects integers"),
         (["--budget-range", "10:5:3"], "LO <= HI"),
-        (["--budgets", "2000", "--format", "parquet"], "unknown format 'parquet'"),
+        (["--budgets", "2000", "--format", "parquet"], "invalid choice: 'parquet'"),
         (["--budgets", "2000", "--policies", "lru,nope"], "nope"),
     ],
 )

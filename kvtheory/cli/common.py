@@ -17,12 +17,12 @@ def add_format_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format",
         default="auto",
-        metavar="FORMAT",
+        choices=FORMATS,
         help=f"workload file format: {', '.join(FORMATS)} (default auto: decided from the file)",
     )
     parser.add_argument(
         "--block-size",
-        type=int,
+        type=options.block_size,
         default=DEFAULT_BLOCK_SIZE,
         metavar="N",
         help=f"tokens per hash id of a Mooncake trace (default {DEFAULT_BLOCK_SIZE})",

@@ -4,6 +4,7 @@ miss-ratio curves (docs/formats.md §Miss-ratio curves)."""
 
 from __future__ import annotations
 
+from kvtheory.cli import options
 from kvtheory.cli.common import add_format_options, add_json_option, emit, load_workload
 from kvtheory.errors import InputError
 
@@ -18,14 +19,21 @@ def register(commands) -> None:
     parser.add_argument(
         "--policies", required=True, metavar="P1,P2,...", help="online policies, and fif for OPT (e.g. lru,rlt,fif)"
     )
-    parser.add_argument("--batch", type=int, default=1, metavar="BETA", help="batch size beta (default 1)")
-    parser.add_argument("--seeds", type=int, default=1, metavar="N", help="seeds 0..N-1 of randomized policies")
+    parser.add_argument("--batch", type=options.batch, default=1, metavar="BETA", help="batch size beta (default 1)")
     parser.add_argument(
-        "--time-limit", type=float, metavar="SECONDS", help="at batch >= 2: the limit on each exact solve of OPT"
+        "--seeds", type=options.runs, default=1, metavar="N", help="seeds 0..N-1 of randomized policies"
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=options.seconds,
+        metavar="SECONDS",
+        help="at batch >= 2: the limit on each exact solve of OPT",
     )
     parser.add_argument("--plot", metavar="FIG.png", help="also draw hit rate against budget (log x)")
-    parser.add_argument("--executor", default="local", help="local (process pool, default) or dask")
-    parser.add_argument("--workers", type=int, metavar="N", help="worker processes (default: the CPUs)")
+    parser.add_argument(
+        "--executor", default="local", choices=("local", "dask"), help="local (process pool, default) or dask"
+    )
+    parser.add_argument("--workers", type=options.workers, metavar="N", help="worker processes (default: the CPUs)")
     add_json_option(parser)
     parser.set_defaults(run=run)
 
