@@ -17,9 +17,10 @@ import importlib
 import adversaries  # noqa: E402,F401 - registers the adversary families with kvtheory.workloads
 from kvtheory.errors import InputError
 from kvtheory.model.batches import batches, slack, validate
-from kvtheory.model.query import Query
+from kvtheory.model.query import BlockQuery, Query
+from kvtheory.model.traces import read_workload, write_mooncake
 from kvtheory.model.trie import PrefixTrie
-from kvtheory.model.workload import Workload, read_workload, write_workload
+from kvtheory.model.workload import Workload, write_workload
 from kvtheory.optimum.exact import Optimum, fif_bracket, solve_optimum
 from kvtheory.optimum.fif import FurthestInFuture, run_fif
 from kvtheory.optimum.flow_bound import weighted_paging_bound
@@ -48,6 +49,7 @@ _LAZY = {  # public name: (module, name there)
     "simulate_cluster": ("kvtheory.cluster.simulation", "simulate"),
     "routing_ratio": ("kvtheory.cluster.optimum", "routing_ratio"),
     "run_sweep": ("kvtheory.experiments.sweep", "run_sweep"),
+    "miss_ratio_curve": ("kvtheory.experiments.mrc", "miss_ratio_curve"),
     "read_results": ("kvtheory.experiments.sweep", "read_results"),
     "stoppable": ("kvtheory.optimum.interrupt", "stoppable"),
 }
@@ -64,6 +66,7 @@ __all__ = [
     "GENERATORS",
     "ONLINE_POLICIES",
     "EvictionPolicy",
+    "BlockQuery",
     "FifoLeaf",
     "FurthestInFuture",
     "InputError",
@@ -94,6 +97,7 @@ __all__ = [
     "steady_ratio",
     "validate",
     "weighted_paging_bound",
+    "write_mooncake",
     "write_workload",
     *_LAZY,
 ]

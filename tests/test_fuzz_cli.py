@@ -32,9 +32,10 @@ BASES = {
     + ["--budget", "8", "--rate", "inf"],
     "check": ["C1", "--instances", "2", "--seeds", "2", "--no-algebra", "--out", "cex"],
     "assumptions": ["--workload", WORKLOAD, "--budget", "4"],
+    "mrc": ["--workload", WORKLOAD, "--budgets", "3,4", "--policies", "lru,fif", "--workers", "1"],
     "demo": ["--seeds", "1", "--plot", "demo.png"],
 }
-EXAMPLES = {"demo": 5, "plot": 8, "check": 8, "sweep": 8}
+EXAMPLES = {"demo": 5, "plot": 8, "check": 8, "sweep": 8, "mrc": 8}
 #: exit status 1 is a documented result there: claims whose verdict changed, cells that failed
 ONE_IS_A_RESULT = {"check", "sweep"}
 

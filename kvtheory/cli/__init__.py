@@ -18,10 +18,10 @@ import sys
 import threading
 from pathlib import Path
 
-from kvtheory.cli import assumptions, check, costmodel, demo, evict, generate, opt, plot, ratio, route, sweep
+from kvtheory.cli import assumptions, check, costmodel, demo, evict, generate, mrc, opt, plot, ratio, route, sweep
 from kvtheory.errors import InputError
 
-SUBCOMMANDS = [generate, evict, opt, ratio, sweep, plot, costmodel, route, check, assumptions, demo]
+SUBCOMMANDS = [generate, evict, opt, ratio, mrc, sweep, plot, costmodel, route, check, assumptions, demo]
 
 
 def one_line(text: str) -> str:

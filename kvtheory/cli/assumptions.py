@@ -10,11 +10,13 @@ import sys
 import orjson
 
 from kvtheory.cli import options
+from kvtheory.cli.common import add_format_options, load_workload
 
 
 def register(commands) -> None:
     parser = commands.add_parser("assumptions", help="which claims' assumptions a workload and configuration meet")
-    parser.add_argument("--workload", required=True, metavar="FILE", help="JSON Lines workload file")
+    parser.add_argument("--workload", required=True, metavar="FILE", help="workload file (see --format)")
+    add_format_options(parser)
     parser.add_argument("--budget", required=True, type=options.budget, metavar="B", help="cache budget B in tokens")
     parser.add_argument("--batch", type=options.batch, default=1, metavar="BETA", help="batch size beta (default 1)")
     parser.add_argument("--workers", type=options.workers, default=1, metavar="M", help="identical workers (default 1)")
@@ -30,14 +32,13 @@ def register(commands) -> None:
 
 
 def run(args) -> int:
-    from kvtheory.model.workload import read_workload
     from proofs_check.assumptions import evaluate_assumptions
     from proofs_check.claims import select
     from proofs_check.instance import Instance
 
     a_cached = args.a_cached if args.a_cached is not None else (args.a_miss if args.a_miss is not None else 1.0)
     a_miss = args.a_miss if args.a_miss is not None else max(a_cached, 1.0)
-    workload = read_workload(args.workload)
+    workload = load_workload(args)
     instance = Instance(workload, args.budget, args.batch, args.workers, a_cached, a_miss)
     claims = select(args.claims or [])
     rows = []

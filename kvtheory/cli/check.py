@@ -14,6 +14,7 @@ from pathlib import Path
 import orjson
 
 from kvtheory.cli import options
+from kvtheory.cli.common import add_format_options, load_workload
 from kvtheory.errors import InputError
 
 
@@ -54,6 +55,7 @@ def register(commands) -> None:
         help="where counterexamples are saved (default ./counterexamples)",
     )
     parser.add_argument("--workload", metavar="FILE", help="evaluate the claims on this one instance instead")
+    add_format_options(parser)
     parser.add_argument("--budget", type=options.budget, metavar="B", help="with --workload: the budget B")
     parser.add_argument("--batch", type=options.batch, default=1, metavar="BETA", help="with --workload: batch size")
     parser.add_argument("--workers", type=options.workers, default=1, metavar="M", help="with --workload: workers")
@@ -305,14 +307,13 @@ def _drop(args, claims, opts) -> int:
 
 
 def _replay(args, claims, opts) -> int:
-    from kvtheory.model.workload import read_workload
     from proofs_check.assumptions import evaluate_assumptions
     from proofs_check.checker import check_instance
     from proofs_check.instance import Instance
 
     if args.budget is None:
         raise InputError("--workload needs --budget B")
-    workload = read_workload(args.workload)
+    workload = load_workload(args)
 
     def exact(value):
         return int(value) if float(value).is_integer() else value

@@ -9,10 +9,34 @@ import orjson
 
 from kvtheory.cli import options
 from kvtheory.errors import InputError
+from kvtheory.model.traces import DEFAULT_BLOCK_SIZE, FORMATS, read_workload
+
+
+def add_format_options(parser: argparse.ArgumentParser) -> None:
+    """``--format`` and ``--block-size``, which go with every ``--workload`` (docs/formats.md §Trace formats)."""
+    parser.add_argument(
+        "--format",
+        default="auto",
+        choices=FORMATS,
+        help=f"workload file format: {', '.join(FORMATS)} (default auto: decided from the file)",
+    )
+    parser.add_argument(
+        "--block-size",
+        type=options.block_size,
+        default=DEFAULT_BLOCK_SIZE,
+        metavar="N",
+        help=f"tokens per hash id of a Mooncake trace (default {DEFAULT_BLOCK_SIZE})",
+    )
+
+
+def load_workload(args):
+    """The workload of ``--workload`` in ``--format`` (with ``--block-size``)."""
+    return read_workload(args.workload, args.format, args.block_size)
 
 
 def add_workload_options(parser: argparse.ArgumentParser, *, batch: bool = True) -> None:
-    parser.add_argument("--workload", required=True, metavar="FILE", help="JSON Lines workload file")
+    parser.add_argument("--workload", required=True, metavar="FILE", help="workload file (see --format)")
+    add_format_options(parser)
     parser.add_argument("--budget", required=True, type=options.budget, metavar="B", help="cache budget B in tokens")
     if batch:
         parser.add_argument(

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from kvtheory.cli import options
-from kvtheory.cli.common import add_json_option, add_workload_options, emit
+from kvtheory.cli.common import add_json_option, add_workload_options, emit, load_workload
 from kvtheory.model.batches import validate
-from kvtheory.model.workload import read_workload
 from kvtheory.policies import policy_class
 from kvtheory.simulate import run_seeds
 from kvtheory.stats import summarize
@@ -23,7 +22,7 @@ def register(commands) -> None:
 
 def run(args) -> int:
     cls = policy_class(args.policy)
-    workload = read_workload(args.workload)
+    workload = load_workload(args)
     validate(workload, args.budget, args.batch)
     seeds = range(args.seed, args.seed + (args.seeds if cls.randomized else 1))
     runs = run_seeds(workload, args.budget, cls, seeds, batch=args.batch)

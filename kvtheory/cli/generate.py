@@ -1,10 +1,12 @@
-"""``kvtheory generate NAME [--param key=value ...] [--seed S] -o FILE.jsonl``."""
+"""``kvtheory generate NAME [--param key=value ...] [--seed S] [--format auto|kvtheory|mooncake] -o FILE.jsonl``."""
 
 from __future__ import annotations
 
 from kvtheory.cli import options
 from kvtheory.cli.common import parse_params
 from kvtheory.errors import InputError
+from kvtheory.model.query import BlockQuery
+from kvtheory.model.traces import write_mooncake
 from kvtheory.model.workload import write_workload
 from kvtheory.workloads.registry import GENERATORS, generate
 
@@ -15,6 +17,12 @@ def register(commands) -> None:
     parser.add_argument("--param", action="append", metavar="KEY=VALUE", help="generator parameter (repeatable)")
     parser.add_argument("--seed", type=options.seed, default=0, help="random seed (default 0)")
     parser.add_argument("-o", "--output", metavar="FILE", help="output JSON Lines file")
+    parser.add_argument(
+        "--format",
+        choices=("auto", "kvtheory", "mooncake"),
+        default="auto",
+        help="output format (default auto: mooncake for a block trace such as chat-blocks, else kvtheory)",
+    )
     parser.add_argument("--list", action="store_true", help="list generators with their parameters")
     parser.set_defaults(run=run)
 
@@ -32,8 +40,10 @@ def run(args) -> int:
     if not args.name or not args.output:
         raise InputError("generate needs a NAME and -o FILE (or --list)")
     workload = generate(args.name, parse_params(args.param), seed=args.seed)
+    blocks = all(isinstance(q, BlockQuery) for q in workload)
+    write = write_mooncake if args.format == "mooncake" or (args.format == "auto" and blocks) else write_workload
     try:
-        write_workload(workload, args.output)
+        write(workload, args.output)
     except OSError as exc:
         raise InputError(f"{args.output}: cannot write ({exc.strerror})") from None
     print(f"wrote {len(workload)} queries, {workload.total_tokens} tokens to {args.output}")

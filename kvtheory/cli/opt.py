@@ -13,10 +13,9 @@ from __future__ import annotations
 import sys
 
 from kvtheory.cli import options
-from kvtheory.cli.common import CLUSTER_OPTIONS, add_json_option, emit, reject_unused
+from kvtheory.cli.common import CLUSTER_OPTIONS, add_format_options, add_json_option, emit, load_workload, reject_unused
 from kvtheory.cli.route import add_cluster_options, build_cluster
 from kvtheory.errors import InputError
-from kvtheory.model.workload import read_workload
 from kvtheory.optimum.exact import MIP_SOLVERS, fif_bracket, solve_optimum
 
 SOLVERS = ("exact", "fif", "mip", "highs")
@@ -26,7 +25,8 @@ INTERRUPTED = 130
 
 def register(commands) -> None:
     parser = commands.add_parser("opt", help="the exact offline optimum, with a proof (or a bracket)")
-    parser.add_argument("--workload", required=True, metavar="FILE", help="JSON Lines workload file")
+    parser.add_argument("--workload", required=True, metavar="FILE", help="workload file (see --format)")
+    add_format_options(parser)
     parser.add_argument("--budget", type=options.budget, metavar="B", help="cache budget B in tokens (per worker)")
     parser.add_argument("--batch", type=options.batch, default=1, metavar="BETA", help="batch size beta (default 1)")
     parser.add_argument(
@@ -73,7 +73,7 @@ def _run(args) -> int:
     if args.budget is None:
         raise InputError("--budget is required (or --workers M with a cluster)")
     reject_unused(args, CLUSTER_OPTIONS, "without --workers")
-    workload = read_workload(args.workload)
+    workload = load_workload(args)
     if args.solver in ("exact", "fif"):
         if args.solver == "exact":
             result = solve_optimum(
@@ -126,7 +126,7 @@ def _several_workers(args) -> int:
     if args.batch != 1:
         raise InputError("the joint makespan model serves one query at a time (--batch 1)")
     cluster = build_cluster(args, args.workers)
-    workload = read_workload(args.workload)
+    workload = load_workload(args)
     record = optimum_or_bounds(
         workload,
         cluster,

@@ -51,6 +51,11 @@ def batch(text: str) -> int:
     return _integer(text, 1, MAX_TOKENS, f"a positive batch size (1 .. {MAX_TOKENS})")
 
 
+def block_size(text: str) -> int:
+    """Tokens per hash id of a block trace: a positive number of tokens."""
+    return _integer(text, 1, MAX_TOKENS, f"a positive number of tokens per block (1 .. {MAX_TOKENS})")
+
+
 def tokens(text: str) -> int:
     """A non-negative number of tokens (an output length, an attention context)."""
     return _integer(text, 0, MAX_TOKENS, f"a non-negative number of tokens (0 .. {MAX_TOKENS})")

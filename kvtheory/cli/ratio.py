@@ -5,10 +5,17 @@ for instances too large to solve, over its best lower bound."""
 from __future__ import annotations
 
 from kvtheory.cli import options
-from kvtheory.cli.common import CLUSTER_OPTIONS, add_json_option, emit, parse_params, reject_unused
+from kvtheory.cli.common import (
+    CLUSTER_OPTIONS,
+    add_format_options,
+    add_json_option,
+    emit,
+    load_workload,
+    parse_params,
+    reject_unused,
+)
 from kvtheory.cli.route import add_cluster_options, build_cluster
 from kvtheory.errors import InputError
-from kvtheory.model.workload import read_workload
 from kvtheory.ratio import competitive_ratio
 from kvtheory.workloads.registry import generate
 
@@ -16,8 +23,9 @@ from kvtheory.workloads.registry import generate
 def register(commands) -> None:
     parser = commands.add_parser("ratio", help="a policy's misses over the exact optimum (FIF)")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--workload", metavar="FILE", help="JSON Lines workload file")
+    source.add_argument("--workload", metavar="FILE", help="workload file (see --format)")
     source.add_argument("--adversary", metavar="NAME", help="a generator or adversary family instead of a file")
+    add_format_options(parser)
     parser.add_argument("--param", action="append", metavar="KEY=VALUE", help="adversary parameter (repeatable)")
     parser.add_argument("--budget", type=options.budget, metavar="B", help="cache budget B in tokens (per worker)")
     parser.add_argument("--batch", type=options.batch, default=1, metavar="BETA", help="batch size beta (default 1)")
@@ -48,7 +56,7 @@ def run(args) -> int:
     if args.workload:
         if args.param:
             raise InputError("--param goes with --adversary, not with --workload")
-        workload = read_workload(args.workload)
+        workload = load_workload(args)
     else:
         workload = generate(args.adversary, parse_params(args.param), seed=args.seed)
     if args.workers is not None:

@@ -4,14 +4,15 @@
 from __future__ import annotations
 
 from kvtheory.cli import options
-from kvtheory.cli.common import add_json_option, emit, parse_params
+from kvtheory.cli.common import add_format_options, add_json_option, emit, load_workload, parse_params
 from kvtheory.cli.costmodel import add_hardware_options
 from kvtheory.errors import InputError
 
 
 def register(commands) -> None:
     parser = commands.add_parser("route", help="simulate M workers behind a router (latency, TTFT, throughput)")
-    parser.add_argument("--workload", required=True, metavar="FILE", help="JSON Lines workload file")
+    parser.add_argument("--workload", required=True, metavar="FILE", help="workload file (see --format)")
+    add_format_options(parser)
     parser.add_argument("--workers", required=True, type=options.workers, metavar="M", help="number of workers")
     parser.add_argument(
         "--router",
@@ -110,10 +111,9 @@ def build_cluster(args, workers: int):
 
 def run(args) -> int:
     from kvtheory.cluster.simulation import simulate
-    from kvtheory.model.workload import read_workload
 
     cluster = build_cluster(args, args.workers)
-    workload = read_workload(args.workload)
+    workload = load_workload(args)
     result = simulate(
         workload,
         cluster,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from kvtheory.cli import options
 
@@ -34,7 +35,7 @@ def run(args) -> int:
         stability_rows,
     )
 
-    cells = expand(load_spec(args.spec), where=args.spec)
+    cells = expand(load_spec(args.spec), where=args.spec, base=Path(args.spec).parent)
     if args.dry_run:
         done = completed_ids(args.output) & {cell["id"] for cell in cells}
         print(f"{args.spec}: {len(cells)} cells, {len(done)} already in {args.output}, {len(cells) - len(done)} to run")

@@ -24,6 +24,8 @@ POLICY_PLACEHOLDER = "$policy"
 MAX_SEEDS = 10**6  # instance or policy seeds given as a count N
 _TOP_KEYS = {"policies", "seeds", "policy_seeds", "budget", "batch", "grid", "name", "description"}
 _GRID_KEYS = {"family", "params", "policies", "seeds", "policy_seeds", "budget", "batch", "name"}
+_FILE_KEYS = {"workload", "format", "block_size", "policies", "policy_seeds", "budget", "batch", "name"}
+FILE_FAMILY = "file"  # the family of a cell whose workload is a file: params {"workload", "format", "block_size"}
 
 Cell = dict  # {"family", "params", "seed", "budget", "batch", "policy", "policy_seeds"}
 
@@ -109,10 +111,32 @@ def _check_expression_or_int(value, what: str, where: str) -> None:
             raise InputError(f"{where}: {exc}") from None
 
 
-def expand(spec: Mapping, *, where: str = "spec") -> list[Cell]:
+def _file_params(grid: Mapping, here: str, base: Path | None) -> dict:
+    """The params of a grid that names a workload file: its path (relative ones from ``base``), format and
+    block size, checked by the trace readers' rules."""
+    from kvtheory.model.traces import DEFAULT_BLOCK_SIZE, FORMATS
+
+    unknown = set(grid) - _FILE_KEYS
+    if unknown:
+        raise InputError(f"{here}: unknown key(s) {sorted(unknown)} for a workload file; allowed: {sorted(_FILE_KEYS)}")
+    path, fmt = grid["workload"], grid.get("format", "auto")
+    block_size = grid.get("block_size", DEFAULT_BLOCK_SIZE)
+    if not isinstance(path, str) or not path:
+        raise InputError(f"{here}: workload must be a file path, got {path!r}")
+    if fmt not in FORMATS:
+        raise InputError(f"{here}: unknown format {fmt!r}; known formats: {', '.join(FORMATS)}")
+    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
+        raise InputError(f"{here}: block_size must be a positive integer, got {block_size!r}")
+    resolved = Path(path) if base is None or Path(path).is_absolute() else Path(base) / path
+    return {"workload": str(resolved), "format": fmt, "block_size": block_size}
+
+
+def expand(spec: Mapping, *, where: str = "spec", base: str | Path | None = None) -> list[Cell]:
     """All cells of a spec, in a fixed order (grids, parameters, seeds, budget, batch, policy).
 
-    Each cell carries its ``id``; a cell repeated in the spec appears once.
+    Each cell carries its ``id``; a cell repeated in the spec appears once. A grid may name a workload
+    file (``workload``, with ``format`` and ``block_size``) instead of a ``family``: its cells have family
+    ``file``; relative paths are taken from ``base`` (the spec's folder), else the current folder.
     """
     import adversaries  # noqa: F401  (registers the adversary families)
     import kvtheory.workloads  # noqa: F401  (registers the workload generators)
@@ -131,11 +155,12 @@ def expand(spec: Mapping, *, where: str = "spec") -> list[Cell]:
         here = f"{where}: grid {number}"
         if not isinstance(grid, dict):
             raise InputError(f"{here}: must be a table")
-        unknown = set(grid) - _GRID_KEYS
+        file_params = _file_params(grid, here, base) if "workload" in grid else None
+        unknown = set(grid) - _GRID_KEYS - (_FILE_KEYS if file_params else set())
         if unknown:
             raise InputError(f"{here}: unknown key(s) {sorted(unknown)}; allowed: {', '.join(sorted(_GRID_KEYS))}")
-        family = grid.get("family")
-        if not isinstance(family, str) or family not in GENERATORS:
+        family = FILE_FAMILY if file_params else grid.get("family")
+        if not file_params and (not isinstance(family, str) or family not in GENERATORS):
             raise InputError(f"{here}: unknown family {show(family)}; known: {', '.join(sorted(GENERATORS))}")
         setting = {
             key: grid.get(key, spec.get(key)) for key in ("policies", "seeds", "policy_seeds", "budget", "batch")
@@ -164,7 +189,13 @@ def expand(spec: Mapping, *, where: str = "spec") -> list[Cell]:
         params = grid.get("params", {})
         if not isinstance(params, dict):
             raise InputError(f"{here}: params must be a table")
-        axes = _param_axes(family, params, here)
+        if file_params:
+            seeds = [0]  # a file is one instance
+        axes = (
+            [(name, [value]) for name, value in file_params.items()]
+            if file_params
+            else _param_axes(family, params, here)
+        )
         names = [name for name, _ in axes]
         for combo in itertools.product(*(values for _, values in axes)):
             for seed, budget, batch, policy in itertools.product(seeds, budgets, batches, policies):

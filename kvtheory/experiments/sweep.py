@@ -51,7 +51,7 @@ import orjson
 
 from kvtheory.errors import InputError
 from kvtheory.experiments.executors import DaskExecutor, make_executor
-from kvtheory.experiments.grid import WORKLOAD_NAMES, Cell, cell_id, evaluate, expand, load_spec
+from kvtheory.experiments.grid import FILE_FAMILY, WORKLOAD_NAMES, Cell, cell_id, evaluate, expand, load_spec
 from kvtheory.locking import exclusive_writer
 from kvtheory.model.records import Anything, Bool, Int, Number, Numbers, Object, RecordType, Text
 
@@ -62,6 +62,10 @@ def _workload(key: bytes):
     from kvtheory.workloads.registry import generate
 
     family, params, seed = orjson.loads(key)
+    if family == FILE_FAMILY:
+        from kvtheory.model.traces import read_workload
+
+        return read_workload(params["workload"], params["format"], params["block_size"])
     return generate(family, params, seed=seed)
 
 
@@ -251,7 +255,7 @@ def _cut_torn_line(path: Path) -> None:
         handle.truncate(data.rfind(b"\n") + 1)
 
 
-def _progress(total: int, initial: int, enabled: bool | None):
+def progress_bar(total: int, initial: int, enabled: bool | None):
     from tqdm import tqdm
 
     if enabled is None:
@@ -304,7 +308,7 @@ def _append_records(todo, output, executor, total: int, skipped: int, progress, 
         handle = open(output, "ab")
     except OSError as exc:
         raise InputError(f"{output}: cannot write results ({exc.strerror})") from None
-    with handle, _progress(total, skipped, progress) as bar:
+    with handle, progress_bar(total, skipped, progress) as bar:
         futures = [executor.submit(function, cell, cell["id"]) for cell in todo]
         for future in executor.as_completed(futures):
             record = future.result()
@@ -331,7 +335,7 @@ def run_sweep(
     """
     where = str(spec) if isinstance(spec, (str, Path)) else "spec"
     parsed = load_spec(spec) if isinstance(spec, (str, Path)) else spec
-    cells = expand(parsed, where=where)
+    cells = expand(parsed, where=where, base=Path(spec).parent if isinstance(spec, (str, Path)) else None)
     if client is not None:
         runner = DaskExecutor(client=client)
     else:

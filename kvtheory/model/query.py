@@ -48,3 +48,42 @@ class Query:
 
     def __hash__(self) -> int:
         return hash(self.tokens.tobytes())
+
+
+@dataclass(frozen=True, eq=False)
+class BlockQuery:
+    """A query given as blocks (docs/formats.md §Mooncake traces): ids h_1..h_n of ``block_size``-token blocks,
+    the last one holding ``length - block_size * (n - 1)`` tokens (1..block_size).
+
+    Block h is one fixed run of ``block_size`` tokens and a shorter last block is a head of it. Its tokens
+    are never stored; ``tokens`` expands them on demand (block h at offset i is token h * block_size + i),
+    which is the token-level query this one stands for.
+
+    >>> q = BlockQuery((3, 5), 7, block_size=4)
+    >>> q.length, q.tokens.tolist()
+    (7, [12, 13, 14, 15, 20, 21, 22])
+    """
+
+    hash_ids: tuple[int, ...]
+    length: int
+    block_size: int
+    arrival: float | None = None
+    output_len: int | None = None
+
+    @property
+    def tokens(self) -> np.ndarray:
+        ids = np.asarray(self.hash_ids, dtype=np.int64)
+        expanded = (ids[:, None] * self.block_size + np.arange(self.block_size, dtype=np.int64)).ravel()
+        return expanded[: self.length]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BlockQuery) and (
+            self.hash_ids,
+            self.length,
+            self.block_size,
+            self.arrival,
+            self.output_len,
+        ) == (other.hash_ids, other.length, other.block_size, other.arrival, other.output_len)
+
+    def __hash__(self) -> int:
+        return hash((self.hash_ids, self.length, self.block_size))

@@ -21,8 +21,8 @@ Speed: a line whose array is plain decimal integers (what ``kvtheory generate`` 
 cut out and read by numpy directly (:func:`_fast_array`); the rest of the line, and every other line,
 takes the checked path. The fast path only accepts what the checked path accepts, with the same values.
 
-A later reader (Mooncake traces: ``timestamp``, ``input_length``, ``output_length``, ``hash_ids``)
-is one more :class:`RecordType` and a loop over lines; see ``kvtheory.model.workload`` for the first.
+The workload reader (``kvtheory.model.workload.QUERY_RECORD``) and the Mooncake trace reader
+(``kvtheory.model.traces.mooncake.MOONCAKE_RECORD``) are two such types, each a loop over lines.
 """
 
 from __future__ import annotations

@@ -57,17 +57,54 @@ class PrefixTrie:
         """The general construction: walk the sequences in sorted order, with a stack of the current path."""
         keys = [_sort_key(a) for a in arrays]
         order = sorted(range(len(arrays)), key=keys.__getitem__)
+        lcps = [_common_prefix(arrays[a], arrays[b]) for a, b in zip(order, order[1:])]
+        self._build(order, [int(a.size) for a in arrays], lcps)
+
+    @classmethod
+    def from_blocks(cls, block_ids: Sequence[Sequence[int]], lengths: Sequence[int], block_size: int) -> PrefixTrie:
+        """The trie of block sequences, without expanding them to tokens (docs/formats.md §Mooncake traces).
+
+        Sequence j is ``block_ids[j]`` (ids h_1..h_n), ``lengths[j]`` tokens long: every block holds
+        ``block_size`` tokens but the last, which holds the rest. Block h is one fixed run of ``block_size``
+        tokens, and a shorter last block holds a head of it; so two sequences share exactly
+        min(c * block_size, L_a, L_b) leading tokens, c being their common leading ids. The result equals
+        the trie of the expanded token sequences (block h at offset i as token h * block_size + i, for
+        non-negative ids), node for node.
+
+        >>> trie = PrefixTrie.from_blocks([[7, 8], [7, 9], [7]], [4, 3, 1], block_size=2)
+        >>> expanded = PrefixTrie([[14, 15, 16, 17], [14, 15, 18], [14]])
+        >>> (trie.parent, trie.depth, trie.end) == (expanded.parent, expanded.depth, expanded.end)
+        True
+        """
+        if not block_ids:
+            raise ValueError("a trie needs at least one sequence")
+        order = sorted(range(len(block_ids)), key=lambda j: (block_ids[j], lengths[j]))
+        lcps = []
+        for a, b in zip(order, order[1:]):
+            ids_a, ids_b = block_ids[a], block_ids[b]
+            common = 0
+            for x, y in zip(ids_a, ids_b):
+                if x != y:
+                    break
+                common += 1
+            lcps.append(min(common * block_size, lengths[a], lengths[b]))
+        trie = cls.__new__(cls)
+        trie._build(order, [int(n) for n in lengths], lcps)
+        return trie
+
+    def _build(self, order: list[int], lengths: list[int], lcps: list[int]) -> None:
+        """Assemble the compressed trie from the sequences in lexicographic ``order``, their ``lengths`` and
+        the longest common prefix ``lcps[i]`` of ``order[i]`` and ``order[i + 1]``."""
         parent = [-1]
         depth = [0]
         stack = [ROOT]
-        end = [0] * len(arrays)
+        end = [0] * len(lengths)
         previous = None
-        for j in order:
-            tokens = arrays[j]
-            if previous is not None and keys[j] == keys[previous]:
+        for position, j in enumerate(order):
+            lcp = 0 if previous is None else lcps[position - 1]
+            if previous is not None and lcp == lengths[previous] == lengths[j]:
                 end[j] = end[previous]
                 continue
-            lcp = 0 if previous is None else _common_prefix(arrays[previous], tokens)
             popped = None
             while depth[stack[-1]] > lcp:
                 popped = stack.pop()
@@ -79,7 +116,7 @@ class PrefixTrie:
                 stack.append(split)
             leaf = len(parent)
             parent.append(stack[-1])
-            depth.append(int(tokens.size))
+            depth.append(lengths[j])
             stack.append(leaf)
             end[j] = leaf
             previous = j

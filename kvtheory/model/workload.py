@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ import numpy as np
 import orjson
 
 from kvtheory.errors import InputError
-from kvtheory.model.query import Query
+from kvtheory.model.query import BlockQuery, Query
 from kvtheory.model.records import Int, IntArray, Number, RecordType
 from kvtheory.model.trie import PrefixTrie
 
@@ -55,7 +56,14 @@ class Workload(Sequence):
 
     @cached_property
     def trie(self) -> PrefixTrie:
-        """The compressed prefix trie of all queries (sequence j of the trie is query j)."""
+        """The compressed prefix trie of all queries (sequence j of the trie is query j); built from the blocks,
+        never the tokens, when every query is a :class:`BlockQuery` of one block size."""
+        sizes = {q.block_size if isinstance(q, BlockQuery) else None for q in self.queries}
+        if len(sizes) == 1 and None not in sizes:
+            block_size = sizes.pop()
+            return PrefixTrie.from_blocks(
+                [q.hash_ids for q in self.queries], [q.length for q in self.queries], block_size
+            )
         return PrefixTrie([q.tokens for q in self.queries])
 
     @classmethod
@@ -107,12 +115,17 @@ QUERY_RECORD = RecordType(
         "output_len": Int("a non-negative integer", lo=0, hi=MAX_OUTPUT_LEN),
     },
     required=frozenset({"tokens"}),
+    extra=True,  # other keys are ignored, with one warning per file (read_workload)
 )
 
 
-def parse_query_line(line: bytes | str, where: str) -> Query:
-    """Parse and validate one JSON Lines record; ``where`` (e.g. ``"w.jsonl:7"``) prefixes errors."""
+def parse_query_line(line: bytes | str, where: str, unknown: set[str] | None = None) -> Query:
+    """Parse and validate one JSON Lines record; ``where`` (e.g. ``"w.jsonl:7"``) prefixes errors.
+
+    Keys other than tokens, arrival and output_len are ignored and added to ``unknown``."""
     record = QUERY_RECORD.parse(line, where)
+    if unknown is not None and len(record) > 1:
+        unknown.update(key for key in record if key not in QUERY_RECORD.fields)
     arrival = record.get("arrival")
     return Query(record["tokens"], None if arrival is None else float(arrival), record.get("output_len"))
 
@@ -152,7 +165,7 @@ def read_workload(path: str | Path) -> Workload:
     """Read and validate a JSON Lines workload; blank lines are skipped.
 
     Raises InputError naming ``path:line`` for the first bad line, or the file for an unreadable or
-    empty one.
+    empty one. Unknown keys are ignored, with one warning line on stderr naming them all.
     """
     path = Path(path)
     try:
@@ -163,13 +176,22 @@ def read_workload(path: str | Path) -> Workload:
     if plain is not None:
         return plain
     queries, lines = [], []
+    unknown: set[str] = set()
     for number, line in enumerate(data.split(b"\n"), start=1):
         if line.strip():
-            queries.append(parse_query_line(line, f"{path}:{number}"))
+            queries.append(parse_query_line(line, f"{path}:{number}", unknown))
             lines.append(number)
     if not queries:
         raise InputError(f"{path}: empty workload: the file has no queries")
+    warn_unknown_keys(path, unknown, "tokens, arrival, output_len")
     return Workload(tuple(queries), str(path), tuple(lines))
+
+
+def warn_unknown_keys(path, unknown: set[str], known: str) -> None:
+    """One line on stderr naming the keys a reader ignored (so that a typo stays visible)."""
+    if unknown:
+        names = ", ".join(repr(key) for key in sorted(unknown))
+        print(f"kvtheory: warning: {path}: ignored unknown key(s) {names}; known: {known}", file=sys.stderr)
 
 
 def write_workload(workload: Workload, path: str | Path) -> None:

@@ -179,9 +179,13 @@ class LeafTokenSampler(EdgeCache):
         emptied = np.flatnonzero(counts >= caps)
         taken = draws.size
         if emptied.size:
-            order = np.argsort(draws, kind="stable")
-            starts = np.cumsum(counts) - counts
-            taken = int(order[starts[emptied] + caps[emptied] - 1].min()) + 1
+            # only the draws of emptied candidates matter for the cut: sort those (stably) by candidate
+            hits = np.zeros(n, dtype=bool)
+            hits[emptied] = True
+            where = np.flatnonzero(hits[draws])
+            order = where[np.argsort(draws[where], kind="stable")]
+            starts = np.cumsum(counts[emptied]) - counts[emptied]
+            taken = int(order[starts + caps[emptied] - 1].min()) + 1
             counts = np.bincount(draws[:taken], minlength=n)
         kept = self._kept
         kept[nodes] -= counts

@@ -1,0 +1,85 @@
+"""``kvtheory mrc --workload F [--format ...] (--budgets B1,B2,... | --budget-range LO:HI:N) --policies P1,P2,...
+[--batch BETA] [--seeds N] [--time-limit S] [--plot FIG.png] [--executor local|dask] [--workers N] --json``:
+miss-ratio curves (docs/formats.md §Miss-ratio curves)."""
+
+from __future__ import annotations
+
+from kvtheory.cli import options
+from kvtheory.cli.common import add_format_options, add_json_option, emit, load_workload
+from kvtheory.errors import InputError
+
+
+def register(commands) -> None:
+    parser = commands.add_parser("mrc", help="hit rate against the budget for every policy and OPT (miss-ratio curves)")
+    parser.add_argument("--workload", required=True, metavar="FILE", help="workload file (see --format)")
+    add_format_options(parser)
+    budgets = parser.add_mutually_exclusive_group(required=True)
+    budgets.add_argument("--budgets", metavar="B1,B2,...", help="the budgets B (tokens)")
+    budgets.add_argument("--budget-range", metavar="LO:HI:N", help="N budgets from LO to HI, log-spaced")
+    parser.add_argument(
+        "--policies", required=True, metavar="P1,P2,...", help="online policies, and fif for OPT (e.g. lru,rlt,fif)"
+    )
+    parser.add_argument("--batch", type=options.batch, default=1, metavar="BETA", help="batch size beta (default 1)")
+    parser.add_argument(
+        "--seeds", type=options.runs, default=1, metavar="N", help="seeds 0..N-1 of randomized policies"
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=options.seconds,
+        metavar="SECONDS",
+        help="at batch >= 2: the limit on each exact solve of OPT",
+    )
+    parser.add_argument("--plot", metavar="FIG.png", help="also draw hit rate against budget (log x)")
+    parser.add_argument(
+        "--executor", default="local", choices=("local", "dask"), help="local (process pool, default) or dask"
+    )
+    parser.add_argument("--workers", type=options.workers, metavar="N", help="worker processes (default: the CPUs)")
+    add_json_option(parser)
+    parser.set_defaults(run=run)
+
+
+def _names(text: str, what: str) -> list[str]:
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise InputError(f"{what} is empty")
+    return names
+
+
+def _budgets(args) -> list[int]:
+    from kvtheory.experiments.mrc import budget_range
+
+    if args.budget_range:
+        return budget_range(args.budget_range)
+    try:
+        return [int(b) for b in _names(args.budgets, "--budgets")]
+    except ValueError:
+        raise InputError(f"--budgets expects integers B1,B2,..., got {args.budgets!r}") from None
+
+
+def run(args) -> int:
+    from kvtheory.experiments.mrc import miss_ratio_curve, plot_mrc
+
+    budgets = _budgets(args)
+    policies = list(dict.fromkeys(_names(args.policies, "--policies")))
+    workload = load_workload(args)
+    result = miss_ratio_curve(
+        workload,
+        budgets,
+        policies,
+        batch=args.batch,
+        seeds=args.seeds,
+        executor=args.executor,
+        workers=args.workers,
+        time_limit=args.time_limit,
+    )
+    if args.plot:
+        plot_mrc(result, args.plot, title=args.workload)
+    if args.json:
+        emit(result, True)
+    else:
+        width = max(len(name) for name in policies)
+        print(f"{'budget':>12}  " + "  ".join(f"{name:>{max(width, 8)}}" for name in policies))
+        for i, budget in enumerate(result["budgets"]):
+            rates = "  ".join(f"{result['hit_rate'][name][i]:>{max(width, 8)}.4f}" for name in policies)
+            print(f"{budget:>12}  {rates}")
+    return 0

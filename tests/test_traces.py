@@ -1,0 +1,272 @@
+"""Trace formats (docs/formats.md §Trace formats): Mooncake block traces equal their token expansion hit for hit,
+the flat readers read hand-written files, and bad input is one file:line error."""
+
+import struct
+
+import numpy as np
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kvtheory import ONLINE_POLICIES, InputError, PrefixTrie, Workload, run_fif, run_policy, write_workload
+from kvtheory.model.query import BlockQuery
+from kvtheory.model.traces import detect_format, read_workload, write_mooncake
+from kvtheory.optimum.exact import solve_optimum
+from kvtheory.workloads import generate
+
+
+def random_block_trace(seed: int, block_size: int, requests: int = 40) -> Workload:
+    """Requests on a random tree of blocks (each tree node its own id, so ids are consistent): every request
+    is a root path, its last block of random length 1..block_size, so one id appears partial and full."""
+    rng = np.random.default_rng(seed)
+    parents = {}  # block id -> parent block id (None at the root)
+    queries = []
+    for _ in range(requests):
+        path = []
+        node = None
+        while True:
+            children = [b for b, p in parents.items() if p == node]
+            if children and rng.random() < 0.7:
+                node = int(rng.choice(children))
+            elif len(path) < 5 and (not path or rng.random() < 0.5):
+                node = len(parents) * 3 + 1  # spread-out ids, not 0..n-1
+                parents[node] = path[-1] if path else None
+            else:
+                break
+            path.append(node)
+            if rng.random() < 0.3:
+                break
+        if not path:
+            continue
+        last = int(rng.integers(1, block_size + 1))
+        queries.append(BlockQuery(tuple(path), block_size * (len(path) - 1) + last, block_size, None, None))
+    return Workload(tuple(queries))
+
+
+def _both(tmp_path, workload: Workload, block_size: int):
+    """The trace read as Mooncake, and its token expansion read as kvtheory JSON Lines."""
+    write_mooncake(workload, tmp_path / "trace.jsonl")
+    write_workload(Workload(tuple(_expanded(q) for q in workload)), tmp_path / "tokens.jsonl")
+    blocks = read_workload(tmp_path / "trace.jsonl", "mooncake", block_size)
+    tokens = read_workload(tmp_path / "tokens.jsonl", "kvtheory")
+    return blocks, tokens
+
+
+def _expanded(query: BlockQuery):
+    from kvtheory.model.query import Query
+
+    return Query.of(query.tokens, query.arrival, query.output_len)
+
+
+TRACES = [(seed, 4) for seed in range(4)] + [(10, 1), (11, 3)]
+
+
+@pytest.mark.parametrize("seed,block_size", TRACES)
+def test_mooncake_reading_equals_the_token_expansion_for_every_policy_and_fif(tmp_path, seed, block_size):
+    blocks, tokens = _both(tmp_path, random_block_trace(seed, block_size), block_size)
+    assert all(isinstance(q, BlockQuery) for q in blocks)
+    shared = {h for a in blocks for b in blocks if a is not b for h in set(a.hash_ids) & set(b.hash_ids)}
+    partial = {q.hash_ids[-1] for q in blocks if q.length % block_size}
+    full = {h for q in blocks for h in q.hash_ids[: q.length // block_size]}
+    assert shared and (block_size == 1 or partial & full), "the trace must share blocks, partially and fully"
+    bt, tt = blocks.trie, tokens.trie
+    assert (bt.parent, bt.depth, bt.edge_len, bt.end) == (tt.parent, tt.depth, tt.edge_len, tt.end)
+    assert blocks.total_tokens == tokens.total_tokens
+    for budget in sorted({blocks.max_length, blocks.max_length + block_size, bt.distinct_tokens // 2}):
+        if budget < blocks.max_length:
+            continue
+        for name in ONLINE_POLICIES:
+            for policy_seed in (0, 1):
+                a = run_policy(blocks, budget, name, seed=policy_seed)
+                b = run_policy(tokens, budget, name, seed=policy_seed)
+                assert np.array_equal(a.query_hits, b.query_hits), (name, budget)
+        a, b = run_fif(blocks, budget), run_fif(tokens, budget)
+        assert np.array_equal(a.query_hits, b.query_hits)
+
+
+def test_shared_blocks_are_shared_and_a_partial_block_is_a_head_of_the_full_one():
+    blocks = Workload(
+        (
+            BlockQuery((7, 9), 6, 4),  # 4 + 2 tokens: block 9 partial
+            BlockQuery((7, 9, 3), 9, 4),  # block 9 full here: shares 6 tokens with the first
+            BlockQuery((7, 8), 8, 4),  # shares block 7 only
+        )
+    )
+    hits = run_policy(blocks, 100, "lru").query_hits.tolist()
+    assert hits == [0, 6, 4]
+
+
+def test_the_chat_generator_round_trips_through_the_mooncake_format(tmp_path):
+    workload = generate("chat-blocks", {"conversations": "6", "block_size": "16", "system_len": "40"}, seed=3)
+    write_mooncake(workload, tmp_path / "chat.jsonl")
+    again = read_workload(tmp_path / "chat.jsonl", "auto", block_size=16)
+    assert detect_format(tmp_path / "chat.jsonl") == "mooncake"
+    assert list(again) == list(workload)
+    arrivals = [q.arrival for q in again]
+    assert arrivals == sorted(arrivals) and arrivals[0] == 0.0
+
+
+def test_chat_trace_equals_its_expansion_for_every_policy_fif_and_batches(tmp_path):
+    workload = generate(
+        "chat-blocks",
+        {"conversations": "8", "turns": "1,3,5", "block_size": "8", "system_len": "20", "user_len": "10"},
+        seed=1,
+    )
+    blocks, tokens = _both(tmp_path, workload, 8)
+    budget = blocks.max_length * 2
+    for name in ONLINE_POLICIES:
+        a = run_policy(blocks, budget, name, batch=2, seed=0)
+        assert np.array_equal(a.query_hits, run_policy(tokens, budget, name, batch=2, seed=0).query_hits)
+    assert run_fif(blocks, budget).misses == run_fif(tokens, budget).misses
+    exact_blocks = solve_optimum(blocks, budget, batch=2, time_limit=60)
+    exact_tokens = solve_optimum(tokens, budget, batch=2, time_limit=60)
+    assert (exact_blocks.status, exact_blocks.misses) == (exact_tokens.status, exact_tokens.misses)
+
+
+# -- flat traces -------------------------------------------------------------------------------------------
+def _oracle(tmp_path, records) -> str:
+    path = tmp_path / "t.oracleGeneral"
+    path.write_bytes(b"".join(struct.pack("<IQIq", *r) for r in records))
+    return path
+
+
+def test_oracle_general_reader_against_a_hand_written_file(tmp_path):
+    path = _oracle(tmp_path, [(1, 5, 100, 2), (2, 2**64 - 1, 7, -1), (4, 5, 100, -1)])
+    workload = read_workload(path, "auto")
+    assert workload.token_lists() == [[5], [-1], [5]]
+    assert [q.arrival for q in workload] == [1.0, 2.0, 4.0]
+    assert run_policy(workload, 1, "lru").misses == 3 and run_policy(workload, 2, "lru").misses == 2
+
+
+def test_csv_and_plain_text_readers_against_hand_written_files(tmp_path):
+    (tmp_path / "a.csv").write_text("obj_id,size\n3,10\n\n4,1\n3,10\n")
+    (tmp_path / "b.txt").write_text("3\n4\n3\n")
+    (tmp_path / "c").write_text("3\n4\n3\n")
+    for name in ("a.csv", "b.txt", "c"):
+        workload = read_workload(tmp_path / name, "auto")
+        assert workload.token_lists() == [[3], [4], [3]], name
+    assert read_workload(tmp_path / "a.csv", "csv").where(2) == f"{tmp_path / 'a.csv'}:5"
+
+
+# -- bad input ---------------------------------------------------------------------------------------------
+GOOD = '{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1, 2]}'
+
+
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        ('{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1, 2.5]}', "hash id 2.5 is not"),
+        ('{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": 3}', "hash_ids"),
+        ('{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1, true]}', "hash id True is not"),
+        ('{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": []}', "'hash_ids' is empty"),
+        ('{"timestamp": 0, "input_length": 4, "output_length": 1, "hash_ids": [1, 2]}', "input_length 4"),
+        ('{"timestamp": 0, "input_length": 9, "output_length": 1, "hash_ids": [1, 2]}', "input_length 9"),
+        ('{"timestamp": -1, "input_length": 5, "output_length": 1, "hash_ids": [1, 2]}', "'timestamp'"),
+        ('{"timestamp": 1.5, "input_length": 5, "output_length": 1, "hash_ids": [1, 2]}', "'timestamp'"),
+        ('{"input_length": 5, "output_length": 1, "hash_ids": [1, 2]}', "missing 'timestamp'"),
+        ('{"timestamp": 0, "input_length": 5, "hash_ids": [1, 2]}', "missing 'output_length'"),
+        ("[1, 2]", "JSON object"),
+        ('{"timestamp": 0,', "not valid JSON"),
+    ],
+)
+def test_a_bad_mooncake_line_is_named_with_file_and_line(tmp_path, line, message):
+    path = tmp_path / "m.jsonl"
+    path.write_text('{"timestamp": 3, "input_length": 5, "output_length": 1, "hash_ids": [1, 2]}\n\n' + line + "\n")
+    with pytest.raises(InputError) as info:
+        read_workload(path, "mooncake", block_size=4)
+    text = str(info.value)
+    assert text.startswith(f"{path}:3: ") and message in text and "\n" not in text
+
+
+def test_decreasing_timestamps_are_an_error(tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_text(GOOD.replace('"timestamp": 0', '"timestamp": 10') + "\n" + GOOD + "\n")
+    with pytest.raises(InputError, match=rf"^{path}:2: timestamp 0 is before the previous line's 10$"):
+        read_workload(path, "mooncake", block_size=4)
+
+
+def test_unknown_mooncake_keys_are_ignored_with_one_warning(tmp_path, capsys):
+    path = tmp_path / "m.jsonl"
+    path.write_text(GOOD.replace("{", '{"session": 1, ') + "\n" + GOOD + "\n")
+    assert len(read_workload(path, "auto", block_size=4)) == 2
+    assert capsys.readouterr().err.count("'session'") == 1
+
+
+def test_oracle_general_size_must_be_a_multiple_of_24(tmp_path):
+    path = tmp_path / "t.bin"
+    path.write_bytes(b"\x00" * 25)
+    with pytest.raises(InputError, match="25 bytes is not a multiple of 24"):
+        read_workload(path, "auto")
+
+
+def test_a_csv_id_that_is_not_an_integer_names_its_line(tmp_path):
+    (tmp_path / "a.csv").write_text("1\n2\nx\n")
+    with pytest.raises(InputError, match=r"a\.csv:3: object id 'x'"):
+        read_workload(tmp_path / "a.csv", "auto")
+
+
+def test_unknown_format_and_bad_block_size_are_errors(tmp_path):
+    (tmp_path / "m.jsonl").write_text(GOOD + "\n")
+    with pytest.raises(InputError, match="unknown format 'parquet'"):
+        read_workload(tmp_path / "m.jsonl", "parquet")
+    with pytest.raises(InputError, match="block-size"):
+        read_workload(tmp_path / "m.jsonl", "mooncake", block_size=0)
+
+
+# -- sweeps over files, routing on a trace's arrivals ----------------------------------------------------
+def test_a_sweep_grid_may_name_a_trace_file(tmp_path):
+    from kvtheory.experiments.grid import expand
+    from kvtheory.experiments.sweep import run_cell
+    from kvtheory.ratio import competitive_ratio
+
+    workload = generate("chat-blocks", {"conversations": "6", "block_size": "16", "system_len": "40"}, seed=4)
+    write_mooncake(workload, tmp_path / "chat.jsonl")
+    spec = {
+        "policies": ["lru", "rlt"],
+        "policy_seeds": 2,
+        "grid": [{"workload": "chat.jsonl", "format": "mooncake", "block_size": 16, "budget": ["L_max", "2 * L_max"]}],
+    }
+    cells = expand(spec, base=tmp_path)
+    assert len(cells) == 4 and {c["family"] for c in cells} == {"file"}
+    for cell in cells:
+        record = run_cell(cell)
+        budget = workload.max_length * (1 if cell["budget"] == "L_max" else 2)
+        report = competitive_ratio(workload, budget, cell["policy"], seeds=cell["policy_seeds"])
+        assert record["budget"] == budget and record["ratios"] == report.to_dict()["ratios"]
+    with pytest.raises(InputError, match="unknown format 'jsonl'"):
+        expand({**spec, "grid": [{**spec["grid"][0], "format": "jsonl"}]}, base=tmp_path)
+    with pytest.raises(InputError, match="unknown key"):
+        expand({**spec, "grid": [{**spec["grid"][0], "family": "gsp"}]}, base=tmp_path)
+
+
+def test_route_on_a_trace_uses_its_timestamps_as_arrivals(tmp_path, capsys):
+    from kvtheory.cli import main
+    from kvtheory.cluster.simulation import arrival_times
+
+    path = tmp_path / "m.jsonl"
+    lines = [GOOD.replace('"timestamp": 0', f'"timestamp": {ms}') for ms in (0, 1500, 1500, 4250)]
+    path.write_text("\n".join(lines) + "\n")
+    workload = read_workload(path, "auto", block_size=4)
+    assert arrival_times(workload, None, None).tolist() == [0.0, 1.5, 1.5, 4.25]
+    assert [q.output_len for q in workload] == [1, 1, 1, 1]
+    argv = ["route", "--workload", path, "--block-size", 4, "--workers", 2, "--router", "round-robin"]
+    argv += ["--eviction", "lru", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--json"]
+    assert main([str(a) for a in argv]) == 0
+    record = orjson.loads(capsys.readouterr().out)
+    assert record["queries"] == 4 and record["makespan"] >= 4.25
+
+
+@given(
+    st.lists(
+        st.tuples(st.lists(st.integers(-3, 3), min_size=1, max_size=4), st.integers(1, 3)), min_size=1, max_size=10
+    )
+)
+def test_the_block_trie_is_the_trie_of_the_token_expansion(requests):
+    """Any id sequences (even an id reused under another prefix): built from blocks or from the expanded tokens,
+    the compressed trie is the same, node numbering included."""
+    block_size = 3
+    queries = [BlockQuery(tuple(ids), block_size * (len(ids) - 1) + last, block_size) for ids, last in requests]
+    blocks = Workload(tuple(queries)).trie
+    tokens = PrefixTrie([q.tokens for q in queries])
+    assert (blocks.parent, blocks.depth, blocks.end) == (tokens.parent, tokens.depth, tokens.end)
