@@ -92,7 +92,7 @@ def test_one_token_trie_is_the_general_construction():
         arrays = [np.array([x], dtype=np.int64) for x in rng.integers(-5, 20, size=int(rng.integers(1, 30)))]
         fast = PrefixTrie(arrays)
         general = PrefixTrie.__new__(PrefixTrie)
-        general._build(arrays)
+        general._build_sorted(arrays)
         for name in ("parent", "depth", "edge_len", "children", "end", "tin", "tout"):
             assert getattr(fast, name) == getattr(general, name)
 

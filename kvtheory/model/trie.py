@@ -51,10 +51,11 @@ class PrefixTrie:
         if all(a.size == 1 for a in arrays):
             self._one_token_sequences(np.concatenate(arrays))
         else:
-            self._build(arrays)
+            self._build_sorted(arrays)
 
-    def _build(self, arrays: list[np.ndarray]) -> None:
-        """The general construction: walk the sequences in sorted order, with a stack of the current path."""
+    def _build_sorted(self, arrays: list[np.ndarray]) -> None:
+        """The general construction: the sequences in sorted order and their common prefixes, to
+        :meth:`_build`."""
         keys = [_sort_key(a) for a in arrays]
         order = sorted(range(len(arrays)), key=keys.__getitem__)
         lcps = [_common_prefix(arrays[a], arrays[b]) for a, b in zip(order, order[1:])]
