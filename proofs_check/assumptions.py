@@ -72,6 +72,11 @@ def _batch_one(inst: Instance):
     return inst.batch == 1, f"beta = {inst.batch}"
 
 
+@_assumption("batched", "batch size beta >= 2", "beta>=2")
+def _batched(inst: Instance):
+    return inst.batch >= 2, f"beta = {inst.batch}"
+
+
 @_assumption("batch-fits", "beta*L_max <= B (the paper's Theorem 5), i.e. k = B - beta*L_max + 1 >= 1", "beta*L_max<=B")
 def _batch_fits(inst: Instance):
     need = inst.batch * inst.max_length

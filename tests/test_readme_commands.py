@@ -21,7 +21,7 @@ SKIP = "# not run by the tests:"
 def fenced_blocks(text: str):
     """(section heading, language, body) of every fenced block, in order."""
     section, blocks = "", []
-    for match in re.finditer(r"^(#{1,6} [^\n]*)$|^```(\w*)\n(.*?)^```", text, re.M | re.S):
+    for match in re.finditer(r"^(#{1,6} [^\n]*)$|^ *```(\w*)\n(.*?)^ *```", text, re.M | re.S):
         if match.group(1):
             section = match.group(1).lstrip("# ").strip()
         else:

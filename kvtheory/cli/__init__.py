@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
+import importlib.metadata
+import importlib.util
 import os
 import signal
 import sys
 import threading
+from pathlib import Path
 
 from kvtheory.cli import assumptions, check, costmodel, demo, evict, generate, opt, plot, ratio, route, sweep
 from kvtheory.errors import InputError
@@ -34,6 +38,15 @@ class _OneLineParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(prog="kvtheory", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"kvtheory {importlib.metadata.version('kvtheory')}")
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="FILE|MODULE",
+        help="import a Python file or module first (repeatable): policies, routers or generators it registers "
+        "become known by name, e.g. examples/custom_policy.py",
+    )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
     for module in SUBCOMMANDS:
         module.register(commands)
@@ -84,7 +97,40 @@ def _interrupts():
         signal.signal(signal.SIGTERM, previous)
 
 
+def load_plugins(argv: list[str] | None) -> None:
+    """Import every ``--plugin`` before the command line is parsed, so that names it registers (a
+    policy given to ``--policy``, say) are known; InputError if one cannot be loaded."""
+    found, _ = _plugin_parser().parse_known_args(sys.argv[1:] if argv is None else argv)
+    for plugin in found.plugin:
+        try:
+            if plugin.endswith(".py") or os.sep in plugin:
+                name = f"kvtheory_plugin_{Path(plugin).resolve()}"
+                if name in sys.modules:  # loaded before in this process: its names are registered
+                    continue
+                spec = importlib.util.spec_from_file_location(name, plugin)
+                if spec is None:
+                    raise ImportError("not a Python file")
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[spec.name] = module
+                spec.loader.exec_module(module)
+            else:
+                importlib.import_module(plugin)
+        except Exception as exc:  # noqa: BLE001 - whatever the plugin raised, say it in one line
+            raise InputError(f"cannot load plugin {plugin!r}: {str(exc) or type(exc).__name__}") from None
+
+
+def _plugin_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--plugin", action="append", default=[])
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        load_plugins(argv)
+    except InputError as exc:
+        print(f"kvtheory: error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

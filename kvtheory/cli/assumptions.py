@@ -63,6 +63,7 @@ def run(args) -> int:
                 {
                     "claim": claim.id,
                     "applies": all(ok for _, ok, _ in checks),
+                    "check_finds": claim.expected_verdict,
                     "assumptions": [{"name": n, "holds": ok, "detail": d} for n, ok, d in checks],
                 }
                 for claim, checks in rows
@@ -75,7 +76,14 @@ def run(args) -> int:
     for claim, checks in rows:
         failing = [(n, d) for n, ok, d in checks if not ok]
         verdict = "applies" if not failing else "does not apply"
-        print(f"{claim.id:<{width}}  {verdict:<14}  {claim.title}")
+        print(f"{claim.id:<{width}}  {verdict:<14}  {claim.title}{_refuted(claim)}")
         for name, detail in failing:
             print(f"{'':<{width}}    {name}: {detail}")
     return 0
+
+
+def _refuted(claim) -> str:
+    """What ``kvtheory check`` finds when the claim, as stated, does not hold."""
+    if claim.expected_verdict in ("holds", "realised", "equal"):
+        return ""
+    return f"  [kvtheory check finds it {claim.expected_verdict}; see docs/claims.md]"

@@ -19,7 +19,7 @@ from kvtheory.errors import InputError
 
 def register(commands) -> None:
     parser = commands.add_parser("check", help="check the claims of docs/claims.md (proofs_check): table of verdicts")
-    parser.add_argument("claims", nargs="*", metavar="CLAIM_ID", help="C1 .. C9 (C9 = C9a C9b C9c); none: all")
+    parser.add_argument("claims", nargs="*", metavar="CLAIM_ID", help=f"{_claim_ids()} (C9 = C9a C9b C9c); none: all")
     parser.add_argument(
         "--instances",
         type=options.instances,
@@ -99,6 +99,13 @@ def _options(args):
     )
 
 
+def _claim_ids() -> str:
+    """Every registered claim id, the repaired ones (C3r, ...) included."""
+    from proofs_check.claims import all_claims
+
+    return ", ".join(claim.id for claim in all_claims())
+
+
 def _number(value) -> str:
     if value is None:
         return "-"
@@ -125,7 +132,7 @@ def _row(result, expectations: bool = True) -> list[str]:
     ]
 
 
-HEADER = ["claim", "status", "kind", "tried", "worst ratio", "bound there", "verdict", "bound"]
+HEADER = ["claim", "status", "kind", "tried", "worst ratio (search)", "bound there", "verdict", "bound"]
 
 
 def _table(rows: list[list[str]]) -> str:
@@ -143,8 +150,10 @@ def _explain(result) -> list[str]:
     m = result.counterexample
     if m is not None:
         what = "stays below" if result.claim.kind == "lower" else "breaks"
+        shrunk = result.worst is not None and m.instance is not result.worst.instance
+        label = "smallest counterexample (the table's worst ratio is another instance)" if shrunk else "counterexample"
         lines.append(
-            f"{result.claim.id} {result.verdict}: {m.policy} on {m.instance.describe()} "
+            f"{result.claim.id} {result.verdict}: {label}: {m.policy} on {m.instance.describe()} "
             f"({m.instance.origin or 'given'}): ratio {_number(m.ratio)} {what} the bound "
             f"({_number(m.bound)} there){'; ' + m.note if m.note else ''}"
         )

@@ -87,5 +87,23 @@ def run(args) -> int:
     record = cm.to_dict()
     record["gpu_source"] = g.source
     record["model_source"] = m.source
+    if not args.json:
+        record = {f"{key} ({UNITS[key]})" if key in UNITS else key: value for key, value in record.items()}
     emit(record, args.json)
     return 0
+
+
+#: the unit of each figure of the text output (the JSON keeps bare numbers in these units)
+UNITS = {
+    "mem_fraction": "of HBM",
+    "a_miss": "s per uncached prompt token",
+    "a_cached": "s per cached prompt token",
+    "decode_base": "s per output token, empty context",
+    "decode_per_context_token": "s per output token per context token",
+    "decode_per_output_token": "s per output token",
+    "kv_bytes_per_token": "bytes",
+    "kv_bytes_per_token_per_gpu": "bytes",
+    "weight_bytes": "bytes",
+    "budget": "tokens",
+    "context": "tokens",
+}

@@ -135,8 +135,11 @@ def run(args) -> int:
     per_worker = record.pop("per_worker")
     state = record.pop("router_state")
     workers = record.pop("cluster")
-    emit(record, False)
-    print(f"router_state  {state}")
+    if record["rate"] is None:
+        record["rate"] = "arrivals from the workload file"
+    emit({f"{key} ({UNITS[key]})" if key in UNITS else key: value for key, value in record.items()}, False)
+    if state:
+        print("router_state  " + "; ".join(f"{key} = {_plain(value)}" for key, value in state.items()))
     print("\nworker  label                     budget  queries  hit_rate    busy_s  utilization")
     for row, w in zip(per_worker, workers):
         print(
@@ -144,3 +147,23 @@ def run(args) -> int:
             f"{row['busy']:8.2f}  {row['utilization']:11.3f}"
         )
     return 0
+
+
+def _plain(value) -> str:
+    """A router-state value for a person: numbers to 4 significant digits, lists without brackets' noise."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_plain(v) for v in value) + "]"
+    return str(value)
+
+
+#: units of the text output (the JSON keeps bare numbers in these units)
+UNITS = {
+    **{f"{kind}_{stat}": "s" for kind in ("latency", "ttft") for stat in ("mean", "p50", "p95")},
+    "throughput_qps": "queries/s",
+    "makespan": "s",
+    "max_busy": "s",
+    "rate": "queries/s",
+    "tokens": "prompt tokens",
+}

@@ -185,9 +185,32 @@ def expand(spec: Mapping, *, where: str = "spec") -> list[Cell]:
                 except (TypeError, orjson.JSONEncodeError):
                     raise InputError(f"{here}: a parameter value does not fit in 64 bits: {show(resolved)}") from None
                 if cell["id"] not in seen:
+                    _check_names(cell, here)
                     seen.add(cell["id"])
                     cells.append(cell)
     return cells
+
+
+#: names an expression may use besides the cell's numeric workload parameters (known once it is generated)
+WORKLOAD_NAMES = ("L_max", "distinct", "queries", "tokens")
+
+
+def _check_names(cell: Cell, where: str) -> None:
+    """Every name in the cell's budget and batch expressions must exist for it: checked before any cell
+    runs, so that a typo stops the sweep at once instead of failing every cell."""
+    numeric = {k for k, v in cell["params"].items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    for what, extra in (("batch", ()), ("budget", ("batch",))):
+        text = cell[what]
+        if not isinstance(text, str):
+            continue
+        known = numeric | set(WORKLOAD_NAMES) | set(extra)
+        tree = _parse_expression(text, what)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id not in known and node.id not in _FUNCTIONS:
+                raise InputError(
+                    f"{where}: {what} expression {text!r}: unknown name {node.id!r} "
+                    f"(known for {cell['family']}: {', '.join(sorted(known))})"
+                )
 
 
 # -- arithmetic expressions for budget and batch ----------------------------------------------------
@@ -284,6 +307,8 @@ def evaluate(text: str, names: Mapping[str, float], what: str = "budget") -> int
 
     try:
         value = walk(tree)
+    except InputError:
+        raise
     except (ZeroDivisionError, OverflowError, TypeError, ValueError) as exc:
         raise InputError(f"{what} expression {text!r}: {exc}") from None
     if not math.isfinite(value) or abs(value) >= _LARGEST:

@@ -87,6 +87,11 @@ def plot_results(
         raise InputError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
     if scale not in ("auto", "linear", "log"):
         raise InputError(f"unknown scale {scale!r}; known: auto, linear, log")
+    records = list(records)
+    known = sorted({r.get("family") for r in records if "error" not in r} - {None})
+    unknown = [f for f in families or () if f not in known]
+    if unknown:
+        raise InputError(f"unknown family {', '.join(map(repr, unknown))}; the results hold: {', '.join(known)}")
     chosen = [r for r in select(records, families=families, where=where) if field(r, x) is not None]
     if not chosen:
         raise InputError(f"no results to plot (no error-free record with a value for x = {x!r} matches)")
@@ -102,9 +107,12 @@ def plot_results(
 
     from kvtheory.stats import summarize
 
-    panels: dict[str, list[Mapping]] = defaultdict(list)
-    for record in chosen:
-        panels[record["family"]].append(record)
+    panels = facets(chosen, x)
+    if len(panels) > MAX_PANELS:
+        raise InputError(
+            f"{len(panels)} panels (one per family and setting of the parameters that vary besides x = {x!r}) "
+            f"are too many: choose with --family NAME and --where KEY=VALUE, or another --x"
+        )
     columns = min(3, len(panels))
     rows = -(-len(panels) // columns)
     fig, axes = plt.subplots(rows, columns, figsize=(5.2 * columns, 4.0 * rows), squeeze=False)
@@ -165,7 +173,7 @@ def plot_results(
             # Keep the data in view: a theory curve far above every measured point (k on yao) runs off.
             bottom = ax.get_ylim()[0] if ax.get_yscale() == "log" else max(ax.get_ylim()[0], 0.0)
             ax.set_ylim(bottom, max(top, reference) * 1.12)
-        constant = _constant_params(group, x)
+        constant = "" if family.endswith(")") else _constant_params(group, x)
         title = family + (f" ({constant})" if constant else "")
         ax.set_title(title, fontsize=10)
         ax.set_xlabel({"k": "k = B - beta * L_max + 1", "budget": "B (tokens)", "B": "B (tokens)"}.get(x, x))
@@ -183,6 +191,39 @@ def plot_results(
     finally:
         plt.close(fig)
     return summary
+
+
+#: more panels than this make an unreadable figure: the user is asked to choose
+MAX_PANELS = 16
+
+
+def facets(records: Sequence[Mapping], x: str) -> dict[str, list[Mapping]]:
+    """One panel per family and per setting of the workload parameters that vary within it, so that no
+    panel pools cells of different instances. Left out of the setting: the seed (seeds are samples of
+    one setting), the x parameter itself, and a parameter that determines x one to one (``load`` of the
+    ``batch`` family sets k), which x already shows.
+    """
+    by_family: dict[str, list[Mapping]] = defaultdict(list)
+    for record in records:
+        by_family[record["family"]].append(record)
+    panels: dict[str, list[Mapping]] = {}
+    for family, group in by_family.items():
+        names = sorted({key for r in group for key in r.get("params", {})} - {"seed", _ALIASES.get(x, x)})
+        varying = [n for n in names if len({_param(r, n) for r in group}) > 1 and not _same_as_x(group, n, x)]
+        for record in group:
+            setting = ", ".join(f"{n}={_param(record, n)}" for n in varying)
+            panels.setdefault(f"{family} ({setting})" if setting else family, []).append(record)
+    return panels
+
+
+def _param(record: Mapping, name: str) -> str:
+    return show(record.get("params", {}).get(name))
+
+
+def _same_as_x(group: Sequence[Mapping], name: str, x: str) -> bool:
+    """Whether workload parameter ``name`` and x determine each other on ``group`` (one to one)."""
+    pairs = {(_param(r, name), show(field(r, x))) for r in group}
+    return len(pairs) == len({a for a, _ in pairs}) == len({b for _, b in pairs})
 
 
 def _theory(ax, group: Sequence[Mapping], x: str, xs: Sequence[float]) -> float:

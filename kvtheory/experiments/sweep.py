@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -50,7 +51,7 @@ import orjson
 
 from kvtheory.errors import InputError
 from kvtheory.experiments.executors import DaskExecutor, make_executor
-from kvtheory.experiments.grid import Cell, cell_id, evaluate, expand, load_spec
+from kvtheory.experiments.grid import WORKLOAD_NAMES, Cell, cell_id, evaluate, expand, load_spec
 from kvtheory.locking import exclusive_writer
 from kvtheory.model.records import Anything, Bool, Int, Number, Numbers, Object, RecordType, Text
 
@@ -74,12 +75,8 @@ def _optimum(key: bytes, budget: int, batch: int):
 
 def _names(params: Mapping, workload) -> dict[str, float]:
     names = {k: v for k, v in params.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    names.update(
-        L_max=workload.max_length,
-        distinct=workload.trie.distinct_tokens,
-        queries=len(workload),
-        tokens=workload.total_tokens,
-    )
+    values = (workload.max_length, workload.trie.distinct_tokens, len(workload), workload.total_tokens)
+    names.update(zip(WORKLOAD_NAMES, values))
     return names
 
 
@@ -91,7 +88,7 @@ def run_cell(cell: Cell) -> dict:
     """Measure one cell; the record holds the cell's definition and the ratio report.
 
     An input error of the cell (an impossible budget, a bad parameter) becomes a record with an
-    ``error`` message instead of stopping the sweep: the cell is done, and will fail the same way again.
+    ``error`` message instead of stopping the sweep; it is not done: the next run tries it again.
     """
     from kvtheory.model.batches import validate
     from kvtheory.ratio import competitive_ratio, harmonic, steady_ratio
@@ -279,11 +276,25 @@ def run_cells(
     start = time.perf_counter()
     with exclusive_writer(output, "sweep output"):
         _cut_torn_line(Path(output))
+        _drop_failed(Path(output))
         done = completed_ids(output)
         todo = [cell for cell in cells if cell["id"] not in done]
         skipped = len(cells) - len(todo)
         errors = _append_records(todo, output, executor, len(cells), skipped, progress, function)
     return SweepSummary(len(cells), skipped, len(todo), errors, time.perf_counter() - start, str(output))
+
+
+def _drop_failed(output: Path) -> None:
+    """Remove the lines of failed cells (records with an ``error``) so that this run tries them again:
+    a failed cell is not done. The other lines stay byte for byte; the file is replaced whole (a
+    temporary file, then a rename)."""
+    if not output.exists() or not any("error" in record for record in read_results(output)):
+        return
+    lines = output.read_bytes().splitlines(keepends=True)
+    kept = [line for line in lines if line.strip() and "error" not in orjson.loads(line)]
+    partial = output.with_name(output.name + ".partial")
+    partial.write_bytes(b"".join(kept))
+    os.replace(partial, output)
 
 
 def _append_records(todo, output, executor, total: int, skipped: int, progress, function) -> int:

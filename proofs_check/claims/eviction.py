@@ -120,7 +120,7 @@ register(
             "batch's queries that contain it, so this is weighted paging, where furthest-in-future is not optimal."
         ),
         status="conjecture",
-        assumptions=("queries-fit", "single-worker"),
+        assumptions=("queries-fit", "single-worker", "batched"),
         policies=("fif",),
         bound=sp.Integer(1),
         kind="equal",
