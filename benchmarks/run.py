@@ -2,6 +2,7 @@
 
     python benchmarks/run.py --json            # full figures (a few minutes on 2 cores)
     python benchmarks/run.py --json --quick    # a smaller GSP, for a smoke run
+    python benchmarks/run.py --json --flat-requests 0   # without the flat 1M-request Zipf trace
 
 Figures: for each online policy and FIF, the in-process simulation time (median of --repeats runs)
 and tokens/second on the whole workload at B = a quarter of its distinct tokens; the wall time and
@@ -9,6 +10,8 @@ peak resident memory of the whole ``kvtheory evict`` / ``kvtheory opt`` process 
 file; and a straightforward per-token reference simulation of the same policy (kvtheory.reference: a
 dict of token nodes, one step per token) run on a slice of the workload, scaled to the whole by tokens,
 with the speed-up of the fast path over it and whether both agree hit for hit on the slice.
+Then, in the same run, the flat Zipf trace of benchmarks/flat_trace.py (1M one-token requests, every policy
+and FIF as whole processes against libCacheSim's C LRU on the same requests), under "flat_trace".
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ import sys
 import tempfile
 import time
 from functools import partial
+
+from flat_trace import POLICIES as FLAT_POLICIES
+from flat_trace import measure as measure_flat_trace
 
 from kvtheory import run_fif, run_policy, write_workload
 from kvtheory.reference import reference_run
@@ -76,6 +82,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a 16 x 8 GSP instead of the paper's 128 x 32")
     parser.add_argument("--repeats", type=int, default=3, help="runs per timing (median reported)")
     parser.add_argument("--slice", type=int, default=24, help="queries in the reference slice")
+    parser.add_argument("--flat-requests", type=int, default=1_000_000, help="flat Zipf trace length (0: skip)")
     args = parser.parse_args()
 
     params = {"groups": 16, "prompts": 8} if args.quick else {}
@@ -123,6 +130,9 @@ def main() -> None:
                 entry["identical_to_reference_on_slice"] = fast_result.query_hits.tolist() == list(ref_hits)
             report["policies"][name] = entry
             print(f"{name}: {entry['seconds']:.3f}s", file=sys.stderr)
+    if args.flat_requests:
+        flat = measure_flat_trace(args.flat_requests, 100_000, 0.9, 10_000, args.repeats, FLAT_POLICIES + ["fif"])
+        report["flat_trace"] = flat
     print(json.dumps(report, indent=2))
 
 

@@ -39,6 +39,11 @@ def drive(workload: Workload, budget: int, policy: EvictionPolicy, name: str, ba
     hits = np.zeros(len(workload), dtype=np.int64)
     for group in batches(len(workload), batch):
         hits[group.start : group.stop] = policy.serve(group)
+    return result_of(workload, budget, name, batch, seed, hits)
+
+
+def result_of(workload: Workload, budget: int, name: str, batch: int, seed, hits: np.ndarray) -> RunResult:
+    """The RunResult of a run whose per-query hits are ``hits``."""
     total_hits = int(hits.sum())
     tokens = workload.total_tokens
     return RunResult(
@@ -67,6 +72,9 @@ def run_policy(
     """
     validate(workload, budget, batch)
     cls = policy_class(policy) if isinstance(policy, str) else policy
+    hits = cls.run_compiled(workload.trie, budget, batch, seed)
+    if hits is not None:
+        return result_of(workload, budget, cls.name, batch, seed, hits)
     return drive(workload, budget, cls(workload.trie, budget, seed=seed), cls.name, batch, seed)
 
 

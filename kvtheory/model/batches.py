@@ -47,9 +47,12 @@ def validate(workload: Workload, budget: int, batch: int = 1) -> None:
         raise InputError(f"budget must be a positive number of tokens (at most 2^40), got {budget}")
     if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or not 0 < batch <= MAX_TOKENS:
         raise InputError(f"batch size must be a positive integer (at most 2^40), got {batch}")
-    for j, query in enumerate(workload):
-        if query.length > budget:
-            raise InputError(f"{workload.where(j)}: query has {query.length} tokens, more than the budget B = {budget}")
+    too_long = np.flatnonzero(workload.lengths > budget)
+    if too_long.size:
+        j = int(too_long[0])
+        raise InputError(
+            f"{workload.where(j)}: query has {workload[j].length} tokens, more than the budget B = {budget}"
+        )
     if batch > 1:
         trie = workload.trie
         for number, group in enumerate(batches(len(workload), batch)):

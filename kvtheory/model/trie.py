@@ -48,6 +48,13 @@ class PrefixTrie:
         arrays = [np.asarray(s, dtype=np.int64) for s in sequences]
         if not arrays:
             raise ValueError("a trie needs at least one sequence")
+        if all(a.size == 1 for a in arrays):
+            self._one_token_sequences(np.concatenate(arrays))
+        else:
+            self._build(arrays)
+
+    def _build(self, arrays: list[np.ndarray]) -> None:
+        """The general construction: walk the sequences in sorted order, with a stack of the current path."""
         keys = [_sort_key(a) for a in arrays]
         order = sorted(range(len(arrays)), key=keys.__getitem__)
         parent = [-1]
@@ -84,6 +91,19 @@ class PrefixTrie:
             self.children[parent[v]].append(v)
         self.end = end
         self._paths: dict[int, tuple[int, ...]] = {}
+        self._euler()
+
+    def _one_token_sequences(self, tokens: np.ndarray) -> None:
+        """The same trie as the general construction when every sequence is one token: the root and one
+        leaf per distinct token, numbered in token order (the sorted order the construction walks)."""
+        distinct, inverse = np.unique(tokens, return_inverse=True)
+        leaves = distinct.size
+        self.parent = [-1] + [ROOT] * leaves
+        self.depth = [0] + [1] * leaves
+        self.edge_len = list(self.depth)
+        self.children = [list(range(1, leaves + 1))] + [[] for _ in range(leaves)]
+        self.end = (inverse.reshape(-1) + 1).tolist()
+        self._paths = {}
         self._euler()
 
     def _euler(self) -> None:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+import numpy as np
 import orjson
 
 from kvtheory.errors import InputError
@@ -77,15 +79,20 @@ class Workload(Sequence):
     def __iter__(self) -> Iterator[Query]:
         return iter(self.queries)
 
+    @cached_property
+    def lengths(self) -> np.ndarray:
+        """|q_j| for every query, an int64 array."""
+        return np.fromiter((q.tokens.size for q in self.queries), dtype=np.int64, count=len(self.queries))
+
     @property
     def total_tokens(self) -> int:
         """T = sum of |q_j| over the workload."""
-        return sum(q.length for q in self.queries)
+        return int(self.lengths.sum())
 
     @property
     def max_length(self) -> int:
         """L_max = max |q_j|."""
-        return max(q.length for q in self.queries)
+        return int(self.lengths.max())
 
     def token_lists(self) -> list[list[int]]:
         return [q.tokens.tolist() for q in self.queries]
@@ -110,6 +117,37 @@ def parse_query_line(line: bytes | str, where: str) -> Query:
     return Query(record["tokens"], None if arrival is None else float(arrival), record.get("output_len"))
 
 
+# A file of plain records only, as write_workload writes them: {"tokens":[n,...]} with non-negative
+# integers below 10**18 (no leading zeros), one per line, blank lines allowed.
+_PLAIN_NUMBER = rb"(?:0|[1-9][0-9]{0,17})"
+_PLAIN_FILE = re.compile(rb'(?:\{"tokens":\[' + _PLAIN_NUMBER + rb"(?:," + _PLAIN_NUMBER + rb")*\]\}|\n)*")
+
+
+def _read_plain(data: bytes, path: Path) -> Workload | None:
+    """Read a file of plain records in bulk (one numpy parse of all tokens), or None if it has any other
+    line: that file takes the line-by-line checked path. Every plain record is valid, so this accepts
+    exactly what the checked path accepts on such files, with the same queries."""
+    if not _PLAIN_FILE.fullmatch(data):
+        return None
+    lines = data.split(b"\n")
+    numbers = [number for number, line in enumerate(lines, start=1) if line]
+    if not numbers:
+        return None
+    head = len(b'{"tokens":[')
+    body = b",".join(lines[number - 1][head:-2] for number in numbers)
+    tokens = np.fromstring(body, dtype=np.int64, sep=",")
+    lengths = np.fromiter((lines[number - 1].count(b",") + 1 for number in numbers), dtype=np.int64)
+    if int(lengths.sum()) != tokens.size:
+        return None
+    if np.all(lengths == lengths[0]):  # rows of one 2-D array: views without a Python loop over slices
+        arrays = list(tokens.reshape(-1, int(lengths[0])))
+    else:
+        stops = np.cumsum(lengths).tolist()
+        arrays = [tokens[start:stop] for start, stop in zip([0, *stops[:-1]], stops)]
+    queries = tuple(map(Query, arrays))
+    return Workload(queries, str(path), tuple(numbers))
+
+
 def read_workload(path: str | Path) -> Workload:
     """Read and validate a JSON Lines workload; blank lines are skipped.
 
@@ -121,6 +159,9 @@ def read_workload(path: str | Path) -> Workload:
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"{path}: cannot read workload file ({exc.strerror})") from None
+    plain = _read_plain(data, path)
+    if plain is not None:
+        return plain
     queries, lines = [], []
     for number, line in enumerate(data.split(b"\n"), start=1):
         if line.strip():

@@ -30,8 +30,8 @@ from kvtheory.model.batches import batches, validate
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.model.workload import Workload
 from kvtheory.optimum.water_level import WaterLevel
-from kvtheory.policies.base import EvictionPolicy
-from kvtheory.simulate import RunResult, drive
+from kvtheory.policies.base import EvictionPolicy, flat_trie_arrays
+from kvtheory.simulate import RunResult, drive, result_of
 
 
 class FurthestInFuture(EvictionPolicy):
@@ -122,12 +122,17 @@ class FurthestInFuture(EvictionPolicy):
 
 def run_fif(workload: Workload, budget: int, *, batch: int = 1) -> RunResult:
     """FIF on one worker: the exact optimum at batch size 1, an upper bound on it at beta >= 2
-    (:func:`kvtheory.optimum.exact.solve_optimum` is exact at every batch size).
+    (:func:`kvtheory.optimum.exact.solve_optimum` is exact at every batch size). On a flat trie (every
+    query one edge off the root) the compiled core :mod:`kvtheory.optimum.flat_fif` serves the run.
 
     >>> w = Workload.from_token_lists([[1], [2], [3], [1], [2], [3]])
     >>> run_fif(w, 2).misses   # Belady: 3 compulsory misses, then one miss per two requests
     4
     """
     validate(workload, budget, batch)
+    if flat_trie_arrays(workload.trie) is not None:  # every query one edge: the compiled core
+        from kvtheory.optimum.flat_fif import run_flat_fif  # numba, imported by the runs that use it
+
+        return result_of(workload, budget, "fif", batch, None, run_flat_fif(workload.trie, budget, batch)[0])
     fif = FurthestInFuture(workload.trie, budget, batches(len(workload), batch))
     return drive(workload, budget, fif, "fif", batch, None)

@@ -6,6 +6,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
 
+import numpy as np
+
 from kvtheory.model.trie import PrefixTrie
 
 
@@ -28,6 +30,12 @@ class EvictionPolicy(ABC):
         self.trie = trie
         self.budget = budget
         self.size = 0
+
+    @classmethod
+    def run_compiled(cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None):
+        """Every query's hits (an int64 array) from a compiled core for the whole run, or None when the
+        policy has none for this trie; the simulation then calls ``serve`` batch by batch."""
+        return None
 
     @abstractmethod
     def serve(self, batch: Sequence[int]) -> list[int]:
@@ -58,3 +66,11 @@ def union_misses(trie: PrefixTrie, paths: Sequence[Sequence[int]], matched: Sequ
                 cached = min(max(m - depth[parent[v]], 0), edge_len[v])
                 missing[v] = edge_len[v] - cached
     return sum(missing.values())
+
+
+def flat_trie_arrays(trie: PrefixTrie) -> tuple[np.ndarray, np.ndarray] | None:
+    """(end node of each query, edge length of each node) if every trie node hangs off the root, else None."""
+    parent = np.asarray(trie.parent, dtype=np.int64)
+    if parent.size > 1 and np.any(parent[1:] != 0):
+        return None
+    return np.asarray(trie.end, dtype=np.int64), np.asarray(trie.edge_len, dtype=np.int64)

@@ -12,7 +12,7 @@ from collections.abc import Collection, Sequence
 import numpy as np
 
 from kvtheory.model.trie import PrefixTrie
-from kvtheory.policies.base import EvictionPolicy
+from kvtheory.policies.base import EvictionPolicy, flat_trie_arrays
 
 _MIN_BLOCK = 256
 _SCAN_LIMIT = 64
@@ -57,6 +57,8 @@ class LeafTokenSampler(EdgeCache):
     """
 
     randomized = True
+    #: marks persist across batches and an empty pool starts a new phase (RLT), as the compiled core reads it
+    marking = False
 
     def __init__(self, trie: PrefixTrie, budget: int, *, seed: int | None = None) -> None:
         super().__init__(trie, budget, seed=seed)
@@ -71,7 +73,7 @@ class LeafTokenSampler(EdgeCache):
         trie = self.trie
         paths = [trie.path(j) for j in batch]
         hits = [self.cached_prefix(j) for j in batch]
-        on_paths = {v for path in paths for v in path}
+        on_paths = sorted({v for path in paths for v in path})  # ascending ids: the pool's order is reproducible
         for v in on_paths:
             self._mark(v)
         edge_len, kept = trie.edge_len, self._kept
@@ -82,6 +84,16 @@ class LeafTokenSampler(EdgeCache):
         self._fill(paths)
         self._after_batch(on_paths)
         return hits
+
+    @classmethod
+    def run_compiled(cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None) -> np.ndarray | None:
+        """Every query's hits from the compiled flat core, the same draws from the same seed, when the class
+        opted in (``compiled_flat`` on the class itself) and the trie is flat; None otherwise."""
+        if not cls.__dict__.get("compiled_flat", False) or flat_trie_arrays(trie) is None:
+            return None
+        from kvtheory.policies.compiled.flat import run_flat_sampler
+
+        return run_flat_sampler(trie, budget, batch, seed, marking=cls.marking, min_block=_MIN_BLOCK)
 
     # -- marks and the candidate pool -------------------------------------------------------------
     def _mark(self, v: int) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies import register_policy
+from kvtheory.policies.base import flat_trie_arrays
 from kvtheory.policies.edge_cache import EdgeCache
 
 
@@ -19,6 +20,16 @@ class LeafLFU(EdgeCache):
     """
 
     name = "lfu"
+
+    @classmethod
+    def run_compiled(cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None):
+        """Every query's hits from the compiled flat core when the trie is flat (and the class is LeafLFU
+        itself, not a subclass that may change the rule); None otherwise."""
+        if cls is not LeafLFU or flat_trie_arrays(trie) is None:
+            return None
+        from kvtheory.policies.compiled.flat import run_flat_lfu
+
+        return run_flat_lfu(trie, budget, batch)
 
     def __init__(self, trie: PrefixTrie, budget: int, *, seed: int | None = None) -> None:
         super().__init__(trie, budget, seed=seed)

@@ -12,8 +12,10 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 
+import numpy as np
+
 from kvtheory.model.trie import PrefixTrie
-from kvtheory.policies.base import EvictionPolicy, union_misses
+from kvtheory.policies.base import EvictionPolicy, flat_trie_arrays, union_misses
 
 
 class _Node:
@@ -110,6 +112,21 @@ class RadixPolicy(EvictionPolicy):
         heapq.heappush(self._heap, (node.stamp, node.cid, node))
 
     # -- the policy interface ---------------------------------------------------------------------
+    @classmethod
+    def run_compiled(cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None) -> np.ndarray | None:
+        """Every query's hits from the compiled flat core (:mod:`kvtheory.policies.compiled.flat`) when it
+        applies: the class opted in (``compiled_flat`` set on the class itself, so a subclass that changes
+        the rule is never run by it), the trie is flat, and evictions are whole leaves (``whole_node``, or
+        one-token edges, where a token is a leaf). None otherwise: serve batch by batch."""
+        if not cls.__dict__.get("compiled_flat", False):
+            return None
+        arrays = flat_trie_arrays(trie)
+        if arrays is None or not (cls.whole_node or int(arrays[1].max(initial=0)) <= 1):
+            return None
+        from kvtheory.policies.compiled.flat import run_flat_radix
+
+        return run_flat_radix(trie, budget, batch, refresh=cls.refresh_on_hit)
+
     def cached_prefix(self, j: int) -> int:
         return self._match(self.trie.path(j), mutate=False)[1]
 

@@ -15,6 +15,8 @@ class RandomLeaf(LeafTokenSampler):
     """
 
     name = "random-leaf"
+    compiled_flat = True
+    marking = False
 
     def _after_batch(self, on_paths: Collection[int]) -> None:
         for v in on_paths:

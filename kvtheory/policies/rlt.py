@@ -18,6 +18,8 @@ class RandomizedLeafToken(LeafTokenSampler):
     """
 
     name = "rlt"
+    compiled_flat = True
+    marking = True
 
     def __init__(self, trie: PrefixTrie, budget: int, *, seed: int | None = None) -> None:
         super().__init__(trie, budget, seed=seed)
@@ -35,5 +37,5 @@ class RandomizedLeafToken(LeafTokenSampler):
             super()._no_candidates(on_paths)
         self.phases += 1
         self._marked_nodes = survivors
-        for v in cleared:
+        for v in sorted(cleared):  # ascending ids: the pool's order is reproducible
             self._unmark(v)

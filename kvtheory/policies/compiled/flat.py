@@ -1,0 +1,390 @@
+"""Compiled (numba) cores for flat workloads: every query is one radix edge hanging off the root.
+
+Flat cache traces, the paging adversaries and block traces are millions of such queries, and there the
+per-query Python cost of the general per-edge policies dominates. On a flat trie the dynamic radix tree
+of :class:`~kvtheory.policies.radix.RadixPolicy` is a set of leaves under the root, one per cached edge,
+never split, so one run is a handful of int64 arrays indexed by trie node (cached flag, stamp,
+creation id) and one binary heap of (stamp, creation id) pairs: O(edges + queries) memory.
+
+The kernel reproduces the per-edge policy hit for hit (tests/test_flat_core.py compares them): same
+clock (one tick per batch), same creation ids, same lazy heap semantics, so the same leaf is evicted.
+It covers whole-node eviction (L-LRU), and token-at-a-time eviction (token-LRU, FIFO-leaf) when every
+edge holds one token, where evicting a token is evicting its leaf. numba is a required dependency:
+there is no interpreted fallback; the per-edge classes serve every other trie.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from kvtheory.model.trie import PrefixTrie
+from kvtheory.policies.base import flat_trie_arrays
+
+
+# -- a binary min-heap of (a, b) int64 pairs, in two arrays plus a size cell ----------------------------
+@njit(cache=True)
+def heap_less(ha, hb, i, j):
+    return ha[i] < ha[j] or (ha[i] == ha[j] and hb[i] < hb[j])
+
+
+@njit(cache=True)
+def heap_push(ha, hb, size, a, b):
+    i = size[0]
+    size[0] += 1
+    ha[i] = a
+    hb[i] = b
+    while i > 0:
+        up = (i - 1) // 2
+        if heap_less(ha, hb, i, up):
+            ha[i], ha[up] = ha[up], ha[i]
+            hb[i], hb[up] = hb[up], hb[i]
+            i = up
+        else:
+            break
+
+
+@njit(cache=True)
+def heap_pop(ha, hb, size):
+    n = size[0] - 1
+    size[0] = n
+    ha[0] = ha[n]
+    hb[0] = hb[n]
+    i = 0
+    while True:
+        left = 2 * i + 1
+        if left >= n:
+            break
+        best = left
+        if left + 1 < n and heap_less(ha, hb, left + 1, left):
+            best = left + 1
+        if heap_less(ha, hb, best, i):
+            ha[i], ha[best] = ha[best], ha[i]
+            hb[i], hb[best] = hb[best], hb[i]
+            i = best
+        else:
+            break
+
+
+@njit(cache=True)
+def flat_radix_run(ends, edge_len, budget, batch, refresh):
+    """Serve ``ends`` (the edge of each query) in batches of ``batch``; return each query's hits.
+
+    Mirrors RadixPolicy.serve on a flat trie with whole-leaf eviction: per batch the clock ticks, cached
+    edges of the batch are refreshed (if ``refresh``) and locked, leaves are evicted in (stamp, cid) order
+    until the batch's missing tokens fit, then missing edges become new leaves (cid + 1 each) and hit
+    edges are pushed again with their current stamp. Raises if the footprint cannot fit.
+    """
+    n = ends.size
+    n_nodes = edge_len.size
+    hits = np.zeros(n, dtype=np.int64)
+    cid_of = np.zeros(n_nodes, dtype=np.int64)  # creation id of v's leaf, 0 if v is not cached
+    stamp = np.zeros(n_nodes, dtype=np.int64)
+    locked = np.zeros(n_nodes, dtype=np.int64)  # the clock of the batch that last walked v
+    seen = np.zeros(n_nodes, dtype=np.int64)  # the clock of the batch that last counted v's misses
+    node_of_cid = np.zeros(n + 1, dtype=np.int64)
+    capacity = 2 * n + 1
+    ha = np.empty(capacity, dtype=np.int64)
+    hb = np.empty(capacity, dtype=np.int64)
+    size = np.zeros(1, dtype=np.int64)
+    aside_a = np.empty(batch + 1, dtype=np.int64)
+    aside_b = np.empty(batch + 1, dtype=np.int64)
+    cached_tokens = 0
+    next_cid = 0
+    clock = 0
+    for start in range(0, n, batch):
+        stop = min(start + batch, n)
+        clock += 1
+        missing = 0
+        for j in range(start, stop):
+            v = ends[j]
+            if cid_of[v] != 0:
+                if refresh:
+                    stamp[v] = clock
+                locked[v] = clock
+                hits[j] = edge_len[v]
+            elif seen[v] != clock:
+                seen[v] = clock
+                missing += edge_len[v]
+        overflow = cached_tokens + missing - budget
+        n_aside = 0
+        while overflow > 0:
+            if size[0] == 0:
+                raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
+            s, c = ha[0], hb[0]
+            v = node_of_cid[c]
+            if cid_of[v] != c or stamp[v] != s:
+                heap_pop(ha, hb, size)
+                continue
+            if locked[v] == clock:
+                heap_pop(ha, hb, size)
+                if n_aside == aside_a.size:
+                    aside_a = np.concatenate((aside_a, np.empty(aside_a.size, dtype=np.int64)))
+                    aside_b = np.concatenate((aside_b, np.empty(aside_b.size, dtype=np.int64)))
+                aside_a[n_aside] = s
+                aside_b[n_aside] = c
+                n_aside += 1
+                continue
+            heap_pop(ha, hb, size)
+            cid_of[v] = 0
+            cached_tokens -= edge_len[v]
+            overflow -= edge_len[v]
+        for i in range(n_aside):
+            heap_push(ha, hb, size, aside_a[i], aside_b[i])
+        for j in range(start, stop):
+            v = ends[j]
+            if cid_of[v] != 0:
+                if refresh:
+                    stamp[v] = clock
+            else:
+                next_cid += 1
+                cid_of[v] = next_cid
+                node_of_cid[next_cid] = v
+                stamp[v] = clock
+                cached_tokens += edge_len[v]
+            if size[0] == ha.size:
+                ha = np.concatenate((ha, np.empty(ha.size, dtype=np.int64)))
+                hb = np.concatenate((hb, np.empty(hb.size, dtype=np.int64)))
+            heap_push(ha, hb, size, stamp[v], cid_of[v])
+    return hits
+
+
+def run_flat_radix(trie: PrefixTrie, budget: int, batch: int, *, refresh: bool) -> np.ndarray:
+    """Hits of each query under whole-leaf radix eviction on a flat trie (see :func:`flat_radix_run`)."""
+    arrays = flat_trie_arrays(trie)
+    if arrays is None:
+        raise ValueError("run_flat_radix needs a flat trie (every query one edge off the root)")
+    ends, edge_len = arrays
+    try:
+        return flat_radix_run(ends, edge_len, int(budget), int(batch), bool(refresh))
+    except RuntimeError as exc:
+        raise RuntimeError(str(exc)) from None
+
+
+@njit(cache=True)
+def _join_pool(pool, slot, pool_size, v):
+    if slot[v] < 0:
+        pool[pool_size[0]] = v
+        slot[v] = pool_size[0]
+        pool_size[0] += 1
+
+
+@njit(cache=True)
+def _leave_pool(pool, slot, pool_size, v):
+    s = slot[v]
+    if s >= 0:
+        pool_size[0] -= 1
+        last = pool[pool_size[0]]
+        pool[s] = last
+        slot[last] = s
+        slot[v] = -1
+
+
+@njit(cache=True)
+def flat_sampler_run(ends, edge_len, budget, batch, rng, marking, min_block):
+    """Serve ``ends`` in batches under uniform leaf-token eviction; return each query's hits.
+
+    Mirrors :class:`~kvtheory.policies.edge_cache.LeafTokenSampler` on a flat trie draw for draw, from
+    the same numpy Generator: the batch's edges (ascending ids) are marked and leave the candidate pool;
+    to evict, blocks of ``rng.integers(0, n)`` draws over the n pooled candidates (block size
+    min(tokens, max(2 n c_min, min_block))) are applied up to the first one that empties an edge, which
+    leaves the pool by swap-removal. ``marking`` (RLT): marks persist, and an empty pool starts a new
+    phase (unmarking, in ascending ids, every marked edge off the batch); otherwise (random-leaf) the
+    batch's edges are unmarked after it, and an empty pool is an error.
+    """
+    n = ends.size
+    n_nodes = edge_len.size
+    unit_edges = edge_len.max() <= 1
+    hits = np.zeros(n, dtype=np.int64)
+    kept = np.zeros(n_nodes, dtype=np.int64)
+    marked = np.zeros(n_nodes, dtype=np.uint8)
+    listed = np.zeros(n_nodes, dtype=np.uint8)  # RLT: v is in the marked list
+    marked_list = np.empty(n_nodes, dtype=np.int64)
+    n_marked = 0
+    on_batch = np.full(n_nodes, -1, dtype=np.int64)
+    pool = np.zeros(n_nodes, dtype=np.int64)
+    slot = np.full(n_nodes, -1, dtype=np.int64)
+    pool_size = np.zeros(1, dtype=np.int64)
+    drawn = np.zeros(n_nodes, dtype=np.int64)
+    touched = np.empty(n_nodes, dtype=np.int64)
+    cached_tokens = 0
+    for start in range(0, n, batch):
+        stop = min(start + batch, n)
+        t = start // batch
+        on = np.unique(ends[start:stop])
+        for j in range(start, stop):
+            hits[j] = kept[ends[j]]
+        missing = 0
+        for v in on:
+            on_batch[v] = t
+            marked[v] = 1
+            _leave_pool(pool, slot, pool_size, v)
+            if marking and listed[v] == 0:
+                listed[v] = 1
+                marked_list[n_marked] = v
+                n_marked += 1
+            missing += edge_len[v] - kept[v]
+        tokens = cached_tokens + missing - budget
+        while tokens > 0:
+            if pool_size[0] == 0:
+                survivors = 0
+                for i in range(n_marked):
+                    if on_batch[marked_list[i]] == t:
+                        survivors += 1
+                if not marking or survivors == n_marked:
+                    raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
+                cleared = np.empty(n_marked - survivors, dtype=np.int64)
+                kept_marks, c = 0, 0
+                for i in range(n_marked):
+                    v = marked_list[i]
+                    if on_batch[v] == t:
+                        marked_list[kept_marks] = v
+                        kept_marks += 1
+                    else:
+                        cleared[c] = v
+                        c += 1
+                n_marked = kept_marks
+                cleared.sort()
+                for v in cleared:
+                    listed[v] = 0
+                    marked[v] = 0
+                    if kept[v] > 0:
+                        _join_pool(pool, slot, pool_size, v)
+                continue
+            m = pool_size[0]
+            smallest = 1
+            if not unit_edges:
+                smallest = kept[pool[0]]
+                for i in range(1, m):
+                    smallest = min(smallest, kept[pool[i]])
+            block = min(tokens, max(2 * m * smallest, min_block))
+            draws = rng.integers(0, m, size=block)
+            taken, n_touched, emptied = 0, 0, -1
+            for d in draws:
+                taken += 1
+                v = pool[d]
+                if drawn[v] == 0:
+                    touched[n_touched] = v
+                    n_touched += 1
+                drawn[v] += 1
+                if drawn[v] == kept[v]:
+                    emptied = v
+                    break
+            for i in range(n_touched):
+                v = touched[i]
+                kept[v] -= drawn[v]
+                drawn[v] = 0
+            if emptied >= 0:
+                _leave_pool(pool, slot, pool_size, emptied)
+            tokens -= taken
+            cached_tokens -= taken
+        for v in on:
+            cached_tokens += edge_len[v] - kept[v]
+            kept[v] = edge_len[v]
+        if not marking:
+            for v in on:
+                marked[v] = 0
+                _join_pool(pool, slot, pool_size, v)
+    return hits
+
+
+def run_flat_sampler(trie: PrefixTrie, budget: int, batch: int, seed, *, marking: bool, min_block: int) -> np.ndarray:
+    """Hits of each query under RLT (``marking``) or random-leaf on a flat trie (see :func:`flat_sampler_run`)."""
+    arrays = flat_trie_arrays(trie)
+    if arrays is None:
+        raise ValueError("run_flat_sampler needs a flat trie (every query one edge off the root)")
+    ends, edge_len = arrays
+    rng = np.random.default_rng(seed)
+    try:
+        return flat_sampler_run(ends, edge_len, int(budget), int(batch), rng, bool(marking), int(min_block))
+    except RuntimeError as exc:
+        raise RuntimeError(str(exc)) from None
+
+
+@njit(cache=True)
+def flat_lfu_run(ends, edge_len, budget, batch):
+    """Serve ``ends`` in batches under LFU-leaf; return each query's hits.
+
+    Mirrors :class:`~kvtheory.policies.lfu.LeafLFU` on a flat trie: a lazy min-heap of (count, last
+    request step, -v), encoded as the pair (count, last * (nodes + 1) + nodes - v); the top edge off the
+    batch loses tokens from its end, entries of the batch's edges are set aside and pushed back.
+    """
+    n = ends.size
+    n_nodes = edge_len.size
+    hits = np.zeros(n, dtype=np.int64)
+    kept = np.zeros(n_nodes, dtype=np.int64)
+    count = np.zeros(n_nodes, dtype=np.int64)
+    last = np.zeros(n_nodes, dtype=np.int64)
+    on_batch = np.full(n_nodes, -1, dtype=np.int64)
+    capacity = 2 * n + 1
+    ha = np.empty(capacity, dtype=np.int64)
+    hb = np.empty(capacity, dtype=np.int64)
+    size = np.zeros(1, dtype=np.int64)
+    aside_a = np.empty(batch + 1, dtype=np.int64)
+    aside_b = np.empty(batch + 1, dtype=np.int64)
+    cached_tokens = 0
+    step = 0
+    for start in range(0, n, batch):
+        stop = min(start + batch, n)
+        step += 1
+        missing = 0
+        for j in range(start, stop):
+            v = ends[j]
+            hits[j] = kept[v]
+            if on_batch[v] != step:
+                on_batch[v] = step
+                missing += edge_len[v] - kept[v]
+        tokens = cached_tokens + missing - budget
+        n_aside = 0
+        while tokens > 0:
+            if size[0] == 0:
+                raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
+            a, b = ha[0], hb[0]
+            v = n_nodes - b % (n_nodes + 1)
+            if kept[v] == 0 or a != count[v] or b // (n_nodes + 1) != last[v]:
+                heap_pop(ha, hb, size)
+                continue
+            if on_batch[v] == step:
+                heap_pop(ha, hb, size)
+                aside_a[n_aside] = a
+                aside_b[n_aside] = b
+                n_aside += 1
+                continue
+            run = min(tokens, kept[v])
+            kept[v] -= run
+            cached_tokens -= run
+            tokens -= run
+            if kept[v] == 0:
+                heap_pop(ha, hb, size)
+        for i in range(n_aside):
+            heap_push(ha, hb, size, aside_a[i], aside_b[i])
+        for j in range(start, stop):
+            v = ends[j]
+            cached_tokens += edge_len[v] - kept[v]
+            kept[v] = edge_len[v]
+            count[v] += 1
+            last[v] = step
+        for j in range(start, stop):
+            v = ends[j]
+            if on_batch[v] == step:
+                on_batch[v] = -step  # pushed once per batch
+                if size[0] == ha.size:
+                    ha = np.concatenate((ha, np.empty(ha.size, dtype=np.int64)))
+                    hb = np.concatenate((hb, np.empty(hb.size, dtype=np.int64)))
+                heap_push(ha, hb, size, count[v], last[v] * (n_nodes + 1) + n_nodes - v)
+    return hits
+
+
+def run_flat_lfu(trie: PrefixTrie, budget: int, batch: int) -> np.ndarray:
+    """Hits of each query under LFU-leaf on a flat trie (see :func:`flat_lfu_run`)."""
+    arrays = flat_trie_arrays(trie)
+    if arrays is None:
+        raise ValueError("run_flat_lfu needs a flat trie (every query one edge off the root)")
+    ends, edge_len = arrays
+    steps = -(-ends.size // batch)
+    if (steps + 1) * (edge_len.size + 1) >= 1 << 62:
+        raise ValueError("too many steps for the flat LFU core's int64 heap keys")
+    try:
+        return flat_lfu_run(ends, edge_len, int(budget), int(batch))
+    except RuntimeError as exc:
+        raise RuntimeError(str(exc)) from None
