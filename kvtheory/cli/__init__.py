@@ -64,21 +64,27 @@ def _interrupts():
 
     Python drops, with a traceback on stderr, an exception raised while a garbage-collector callback runs
     (hypothesis installs one, so ``kvtheory check`` ran on after a Ctrl-C landed there about one time in
-    six): the unraisable-exception hook sees the dropped KeyboardInterrupt and sends SIGTERM again from
-    another thread, 10 ms later, so that it lands after the callback, in ordinary code (a hook that raised
-    the signal itself would have it dropped again, inside the hook).
+    six): the unraisable-exception hook sees the dropped KeyboardInterrupt and has another thread send
+    SIGTERM again once the hook has returned, 10 ms later, so that it lands after the callback, in
+    ordinary code (a signal that arrived while the hook still ran would be dropped again, inside it).
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = signal.signal(signal.SIGTERM, _terminated)
     previous_hook = sys.unraisablehook
-    pending: list[threading.Timer] = []
+    over = threading.Event()  # the command ended: too late to stop it
+
+    def send_again(hook_returned: threading.Event) -> None:
+        hook_returned.wait()
+        if not over.wait(0.01):
+            os.kill(os.getpid(), signal.SIGTERM)
 
     def redeliver(unraisable) -> None:
         if isinstance(unraisable.exc_value, KeyboardInterrupt):
-            pending.append(threading.Timer(0.01, os.kill, (os.getpid(), signal.SIGTERM)))
-            pending[-1].start()
+            hook_returned = threading.Event()
+            threading.Thread(target=send_again, args=(hook_returned,), daemon=True).start()
+            hook_returned.set()
         else:
             previous_hook(unraisable)
 
@@ -86,8 +92,7 @@ def _interrupts():
     try:
         yield
     finally:
-        for timer in pending:  # the command is over: too late to stop it
-            timer.cancel()
+        over.set()
         sys.unraisablehook = previous_hook
         signal.signal(signal.SIGTERM, previous)
 

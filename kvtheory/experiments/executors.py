@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable, Iterable, Iterator
 
 from kvtheory.errors import InputError
 
 
 # -- executors ----------------------------------------------------------------------------------------
+def _leave_interrupts_to_the_sweep() -> None:
+    """In a pool worker: ignore Ctrl-C (the terminal sends it to every process of the group) and let
+    SIGTERM end the process plainly. A worker interrupted inside the pool's queue code can leave the
+    pool hung; the sweep, which gets the signal too, stops the workers itself (``close(abort=True)``)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 class LocalExecutor:
     """A process pool (``concurrent.futures.ProcessPoolExecutor``) of ``workers`` processes."""
 
@@ -18,7 +27,7 @@ class LocalExecutor:
         from concurrent.futures import ProcessPoolExecutor
 
         self.workers = workers or default_workers()
-        self._pool = ProcessPoolExecutor(max_workers=self.workers)
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_leave_interrupts_to_the_sweep)
 
     def submit(self, function: Callable, argument, key: str):
         return self._pool.submit(function, argument)
@@ -28,7 +37,12 @@ class LocalExecutor:
 
         return as_completed(futures)
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
+        """Shut the pool down; ``abort`` (the sweep was interrupted): end the running cells too (their
+        results are lost and a rerun computes them) instead of waiting for them."""
+        if abort:  # ProcessPoolExecutor has no public way to stop a running call before Python 3.14
+            for process in list((self._pool._processes or {}).values()):
+                process.terminate()
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -64,7 +78,8 @@ class DaskExecutor:
 
         return as_completed(list(futures))
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
+        """Close the client (and the LocalCluster it started), which ends its work, aborted or not."""
         if self._own_client:
             self.client.close()
         if self._own_cluster is not None:

@@ -340,10 +340,14 @@ def run_sweep(
         runner = DaskExecutor(client=client)
     else:
         runner = make_executor(executor, workers=workers, scheduler=scheduler)
+    aborted = False
     try:
         return run_cells(cells, output, runner, progress=progress)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the cells in flight are dropped; a rerun does them
+        aborted = True
+        raise
     finally:
-        runner.close()
+        runner.close(abort=aborted)
 
 
 def stability_rows(records: Iterable[Mapping]) -> list[dict]:
