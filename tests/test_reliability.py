@@ -328,30 +328,3 @@ def test_an_interrupt_that_python_drops_in_a_gc_callback_is_delivered_again():
         while time.monotonic() < deadline:  # and delivered again
             time.sleep(0.001)
     assert lands_in_a_gc_callback not in gc.callbacks
-
-
-def test_a_ctrl_c_while_kvtheory_is_still_being_imported_is_one_line_and_exit_130(tmp_path):
-    """The console script catches an interrupt that lands while the package is imported (numpy loaded,
-    the rest not yet), before the command line's own handling exists."""
-    import shutil
-
-    script = shutil.which("kvtheory", path=os.path.dirname(sys.executable))
-    assert script is not None
-    process = subprocess.Popen(
-        [script, "check", "--list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
-    )
-    watched = psutil.Process(process.pid)
-
-    def importing_numpy() -> bool:
-        try:
-            return any("numpy" in m.path for m in watched.memory_maps())
-        except psutil.Error:
-            return True  # already finished: the test below says so
-
-    wait_for(lambda: process.poll() is not None or importing_numpy(), what="the import of numpy")
-    os.killpg(process.pid, signal.SIGINT)
-    out, err = process.communicate(timeout=60)
-    if process.returncode == 0:
-        pytest.skip("the command finished before the interrupt arrived")
-    assert process.returncode == 130 and "Traceback" not in err.decode()
-    assert err.decode() in ("kvtheory: interrupted\n", "kvtheory check: interrupted\n")
