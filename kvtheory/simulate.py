@@ -62,9 +62,16 @@ def result_of(workload: Workload, budget: int, name: str, batch: int, seed, hits
 
 
 def run_policy(
-    workload: Workload, budget: int, policy: str | type[EvictionPolicy], *, batch: int = 1, seed: int | None = None
+    workload: Workload,
+    budget: int,
+    policy: str | type[EvictionPolicy],
+    *,
+    batch: int = 1,
+    seed: int | None = None,
+    evict_amount: str = "shortfall",
 ) -> RunResult:
-    """Serve ``workload`` with an online eviction policy on one worker of ``budget`` tokens.
+    """Serve ``workload`` with an online eviction policy on one worker of ``budget`` tokens, evicting the
+    shortfall or the whole allocation (``evict_amount``, :class:`~kvtheory.policies.EvictionPolicy`).
 
     >>> w = Workload.from_token_lists([[1], [2], [3], [1], [2], [3]])
     >>> run_policy(w, 2, "lru").misses   # LRU on a cycle over k+1 = 3 pages misses every request
@@ -72,10 +79,11 @@ def run_policy(
     """
     validate(workload, budget, batch)
     cls = policy_class(policy) if isinstance(policy, str) else policy
-    hits = cls.run_compiled(workload.trie, budget, batch, seed)
+    hits = cls.run_compiled(workload.trie, budget, batch, seed, evict_amount)
     if hits is not None:
         return result_of(workload, budget, cls.name, batch, seed, hits)
-    return drive(workload, budget, cls(workload.trie, budget, seed=seed), cls.name, batch, seed)
+    policy_run = cls(workload.trie, budget, seed=seed, evict_amount=evict_amount)
+    return drive(workload, budget, policy_run, cls.name, batch, seed)
 
 
 def run_seeds(

@@ -19,22 +19,39 @@ class EvictionPolicy(ABC):
     query's hits h are counted against the cache as it was before the batch, the union of the batch's
     token nodes is resident afterwards, and only leaves off the batch's paths are evicted, only to make
     room. ``size`` is the number of cached token nodes.
+
+    ``evict_amount`` (docs/policies.md §How much is evicted): when a batch's ``missing`` uncached tokens
+    overflow the budget by ``overflow`` > 0, ``"shortfall"`` (the model's demand paging) evicts exactly
+    ``overflow`` tokens; ``"allocation"`` (SGLang's alloc_token_slots) asks the policy to free ``missing``
+    tokens, stopping early only when nothing is left to evict (an error if that is before ``overflow``).
+    See :meth:`tokens_to_free`.
     """
 
     name: ClassVar[str]
     randomized: ClassVar[bool] = False
 
-    def __init__(self, trie: PrefixTrie, budget: int, *, seed: int | None = None) -> None:
+    def __init__(
+        self, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
+    ) -> None:
         if budget <= 0:
             raise ValueError(f"budget must be positive, got {budget}")
         self.trie = trie
         self.budget = budget
         self.size = 0
+        self.evict_amount = check_evict_amount(evict_amount)
+
+    def tokens_to_free(self, overflow: int, missing: int) -> int:
+        """How many tokens an eviction is asked to free when a batch of ``missing`` uncached tokens
+        overflows the budget by ``overflow`` > 0: ``overflow`` (shortfall) or ``missing`` (allocation)."""
+        return missing if self.evict_amount == "allocation" else overflow
 
     @classmethod
-    def run_compiled(cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None):
+    def run_compiled(
+        cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"
+    ):
         """Every query's hits (an int64 array) from a compiled core for the whole run, or None when the
-        policy has none for this trie; the simulation then calls ``serve`` batch by batch."""
+        policy has none for this trie and eviction amount; the simulation then calls ``serve`` batch by
+        batch."""
         return None
 
     @abstractmethod
@@ -48,6 +65,16 @@ class EvictionPolicy(ABC):
     @abstractmethod
     def kept(self) -> dict[int, int]:
         """The cache as {trie node v: tokens of edge v cached, counted from the edge's head}, zeros left out."""
+
+
+EVICT_AMOUNTS = ("shortfall", "allocation")
+
+
+def check_evict_amount(evict_amount: str) -> str:
+    """``evict_amount`` itself if it is one of :data:`EVICT_AMOUNTS`, else a ValueError naming them."""
+    if evict_amount not in EVICT_AMOUNTS:
+        raise ValueError(f"unknown eviction amount {evict_amount!r}; known: {', '.join(EVICT_AMOUNTS)}")
+    return evict_amount
 
 
 def union_misses(trie: PrefixTrie, paths: Sequence[Sequence[int]], matched: Sequence[int]) -> int:

@@ -22,8 +22,10 @@ class EdgeCache(EvictionPolicy):
     """A cache held as ``_kept[v]`` tokens per radix edge v, with ``_cached_children[v]`` counting the
     children of v that hold tokens."""
 
-    def __init__(self, trie: PrefixTrie, budget: int, *, seed: int | None = None) -> None:
-        super().__init__(trie, budget, seed=seed)
+    def __init__(
+        self, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
+    ) -> None:
+        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
         self._kept = np.zeros(trie.n_nodes, dtype=np.int64)
         self._cached_children = [0] * trie.n_nodes
 
@@ -60,8 +62,10 @@ class LeafTokenSampler(EdgeCache):
     #: marks persist across batches and an empty pool starts a new phase (RLT), as the compiled core reads it
     marking = False
 
-    def __init__(self, trie: PrefixTrie, budget: int, *, seed: int | None = None) -> None:
-        super().__init__(trie, budget, seed=seed)
+    def __init__(
+        self, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
+    ) -> None:
+        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
         n = trie.n_nodes
         self._rng = np.random.default_rng(seed)
         self._marked = bytearray(n)
@@ -86,10 +90,16 @@ class LeafTokenSampler(EdgeCache):
         return hits
 
     @classmethod
-    def run_compiled(cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None) -> np.ndarray | None:
+    def run_compiled(
+        cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"
+    ) -> np.ndarray | None:
         """Every query's hits from the compiled flat core, the same draws from the same seed, when the class
         opted in (``compiled_flat`` on the class itself) and the trie is flat; None otherwise."""
-        if not cls.__dict__.get("compiled_flat", False) or flat_trie_arrays(trie) is None:
+        if (
+            evict_amount != "shortfall"
+            or not cls.__dict__.get("compiled_flat", False)
+            or flat_trie_arrays(trie) is None
+        ):
             return None
         from kvtheory.policies.compiled.flat import run_flat_sampler
 

@@ -22,17 +22,21 @@ class LeafLFU(EdgeCache):
     name = "lfu"
 
     @classmethod
-    def run_compiled(cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None):
+    def run_compiled(
+        cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"
+    ):
         """Every query's hits from the compiled flat core when the trie is flat (and the class is LeafLFU
         itself, not a subclass that may change the rule); None otherwise."""
-        if cls is not LeafLFU or flat_trie_arrays(trie) is None:
+        if evict_amount != "shortfall" or cls is not LeafLFU or flat_trie_arrays(trie) is None:
             return None
         from kvtheory.policies.compiled.flat import run_flat_lfu
 
         return run_flat_lfu(trie, budget, batch)
 
-    def __init__(self, trie: PrefixTrie, budget: int, *, seed: int | None = None) -> None:
-        super().__init__(trie, budget, seed=seed)
+    def __init__(
+        self, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
+    ) -> None:
+        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
         self._count = [0] * trie.n_nodes
         self._last = [0] * trie.n_nodes
         self._heap: list[tuple[int, int, int]] = []

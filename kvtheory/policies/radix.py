@@ -45,8 +45,10 @@ class RadixPolicy(EvictionPolicy):
     refresh_on_hit: bool = True
     whole_node: bool = True
 
-    def __init__(self, trie: PrefixTrie, budget: int, *, seed: int | None = None) -> None:
-        super().__init__(trie, budget, seed=seed)
+    def __init__(
+        self, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
+    ) -> None:
+        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
         self._root = _Node(None, 0, 0, 0, -1, -1, -1)
         self._clock = 0
         self._next_cid = 0
@@ -113,12 +115,14 @@ class RadixPolicy(EvictionPolicy):
 
     # -- the policy interface ---------------------------------------------------------------------
     @classmethod
-    def run_compiled(cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None) -> np.ndarray | None:
+    def run_compiled(
+        cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"
+    ) -> np.ndarray | None:
         """Every query's hits from the compiled flat core (:mod:`kvtheory.policies.compiled.flat`) when it
         applies: the class opted in (``compiled_flat`` set on the class itself, so a subclass that changes
         the rule is never run by it), the trie is flat, and evictions are whole leaves (``whole_node``, or
         one-token edges, where a token is a leaf). None otherwise: serve batch by batch."""
-        if not cls.__dict__.get("compiled_flat", False):
+        if evict_amount != "shortfall" or not cls.__dict__.get("compiled_flat", False):
             return None
         arrays = flat_trie_arrays(trie)
         if arrays is None or not (cls.whole_node or int(arrays[1].max(initial=0)) <= 1):

@@ -21,8 +21,10 @@ class RandomizedLeafToken(LeafTokenSampler):
     compiled_flat = True
     marking = True
 
-    def __init__(self, trie: PrefixTrie, budget: int, *, seed: int | None = None) -> None:
-        super().__init__(trie, budget, seed=seed)
+    def __init__(
+        self, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
+    ) -> None:
+        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
         self._marked_nodes: set[int] = set()
         self.phases = 1
 
