@@ -235,7 +235,7 @@ class Simulation:
         eviction_cls = policy_class(eviction) if isinstance(eviction, str) else eviction
         self.eviction = eviction_cls.name
         self.workers = [
-            _Worker(spec, eviction_cls(trie, spec.budget, seed=worker_seed(seed, i)))
+            _Worker(spec, eviction_cls.create(trie, spec.budget, seed=worker_seed(seed, i)))
             for i, spec in enumerate(cluster.workers)
         ]
         router_cls = router_class(router) if isinstance(router, str) else router
