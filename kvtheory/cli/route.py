@@ -1,11 +1,13 @@
 """``kvtheory route --workload FILE --workers M --router NAME --eviction POLICY --gpu NAME --model NAME
-[--mem-fraction F] [--tp N] [--rate QPS] [--batch BETA] [--seed S] --json``: the time-based simulation."""
+[--mem-fraction F] [--tp N] [--rate QPS] [--batch BETA | --engine continuous [--chunk-size N]] [--seed S]
+--json``: the time-based simulation."""
 
 from __future__ import annotations
 
 from kvtheory.cli import options
 from kvtheory.cli.common import add_format_options, add_json_option, emit, load_workload, parse_params
 from kvtheory.cli.costmodel import add_hardware_options
+from kvtheory.cluster.engines import DEFAULT_CHUNK_SIZE, ENGINES
 from kvtheory.errors import InputError
 
 
@@ -31,7 +33,22 @@ def register(commands) -> None:
     parser.add_argument(
         "--output-len", type=options.tokens, metavar="N", help="output tokens per query (default: the file's, else 0)"
     )
-    parser.add_argument("--batch", type=options.batch, default=1, metavar="BETA", help="batch size beta (default 1)")
+    parser.add_argument(
+        "--batch", type=options.batch, default=1, metavar="BETA", help="batch engine's batch size beta (default 1)"
+    )
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="batch",
+        help="batch: each worker serves its queue in batches of --batch, one after another (default); "
+        "continuous: SGLang-style continuous batching with chunked prefill",
+    )
+    parser.add_argument(
+        "--chunk-size",
+        type=options.budget,
+        metavar="N",
+        help=f"continuous engine: prefill tokens per iteration (SGLang's chunked_prefill_size; default {DEFAULT_CHUNK_SIZE})",
+    )
     parser.add_argument(
         "--seed", type=options.seed, default=0, help="seed of routers, policies and --rate arrivals (default 0)"
     )
@@ -125,6 +142,8 @@ def run(args) -> int:
         output_len=args.output_len,
         router_options=parse_params(args.router_opt),
         oracle=args.oracle,
+        engine=args.engine,
+        chunk_size=args.chunk_size,
     )
     record = result.to_dict()
     record["rate"] = args.rate

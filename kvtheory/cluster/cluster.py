@@ -5,11 +5,13 @@ Service time of query j (|q_j| = L tokens, h of them hits, o_j output tokens) on
     Cost_ij = a_cached_i * h + a_miss_i * (L - h) + O_ij,
     O_ij = sum_{t=0}^{o_j - 1} (decode_base_i + decode_per_context_i * (L + t)),
 
-one decode step per output token, each reading the weights and the KV of its context so far. A batch
+one decode step per output token, each reading the weights and the KV of its context so far (a step
+is the roofline maximum of this memory time and its compute time decode_compute, which binds only for
+implausible MFU/MBU settings: see :func:`kvtheory.cluster.costmodel.decode_iteration_seconds`). A batch
 of queries served together prefills all of them (prefill is compute-bound: the prefill times add up)
-and then decodes them in lock step: step s costs decode_base + decode_per_context * (sum of the
-contexts of the queries still generating), and a query is done after its o_j-th step. A batch of one
-query costs exactly Cost_ij.
+and then decodes them in lock step: step s costs max(n * decode_compute, decode_base + decode_per_context
+* (sum of the contexts of the n queries still generating)), and a query is done after its o_j-th step.
+A batch of one query costs exactly Cost_ij.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kvtheory.cluster.costmodel import CostModel
+from kvtheory.cluster.costmodel import CostModel, decode_iteration_seconds
 from kvtheory.errors import InputError
 
 
@@ -31,9 +33,11 @@ class Worker:
     decode_base: float = 0.0
     decode_per_context: float = 0.0
     label: str = ""
+    decode_compute: float = 0.0
 
     def __post_init__(self) -> None:
-        if not (self.a_miss >= 0 and self.a_cached >= 0 and self.decode_base >= 0 and self.decode_per_context >= 0):
+        costs = (self.a_miss, self.a_cached, self.decode_base, self.decode_per_context, self.decode_compute)
+        if not all(c >= 0 for c in costs):
             raise InputError("worker costs must be non-negative")
         if self.a_cached > self.a_miss:
             raise InputError(
@@ -45,18 +49,28 @@ class Worker:
     @classmethod
     def from_cost_model(cls, cm: CostModel) -> Worker:
         label = f"{cm.model}@{cm.tp}x{cm.gpu}" if cm.tp > 1 else f"{cm.model}@{cm.gpu}"
-        return cls(cm.a_miss, cm.a_cached, cm.budget, cm.decode_base, cm.decode_per_context_token, label)
+        return cls(
+            cm.a_miss, cm.a_cached, cm.budget, cm.decode_base, cm.decode_per_context_token, label, cm.decode_compute
+        )
 
     def prefill(self, length: int, hits: int) -> float:
         """a_cached * h + a_miss * (L - h)."""
-        return self.a_cached * hits + self.a_miss * (length - hits)
+        return self.prefill_chunk(hits, length - hits)
+
+    def prefill_chunk(self, cached: int, computed: int) -> float:
+        """a_cached * cached + a_miss * computed: a prefill (or one chunk of it) that reads ``cached`` cached
+        tokens and computes ``computed`` new ones."""
+        return self.a_cached * cached + self.a_miss * computed
+
+    def decode_steps(self, sequences: int, contexts: int, steps: int) -> float:
+        """``steps`` decode iterations of ``sequences`` sequences whose contexts sum to ``contexts`` tokens."""
+        return decode_iteration_seconds(
+            self.decode_base, self.decode_per_context, self.decode_compute, sequences, contexts, steps
+        )
 
     def output_time(self, length: int, output_len: int) -> float:
-        """O_ij: ``output_len`` decode steps starting at a context of ``length`` tokens."""
-        o = output_len
-        if o <= 0:
-            return 0.0
-        return o * self.decode_base + self.decode_per_context * (o * length + o * (o - 1) // 2)
+        """O_ij: ``output_len`` decode steps of one sequence starting at a context of ``length`` tokens."""
+        return self.decode_steps(1, length, output_len)
 
     def cost(self, length: int, hits: int, output_len: int) -> float:
         """Cost_ij = a_cached * h + a_miss * (L - h) + O_ij."""
@@ -75,11 +89,8 @@ class Worker:
         for q in order:
             o = outputs[q]
             if o > step:
-                n = o - step
-                # steps s = step .. o-1, each: base + per_ctx * (active_len + active * s)
-                elapsed += n * self.decode_base + self.decode_per_context * (
-                    n * active_len + active * (step + o - 1) * n // 2
-                )
+                # steps s = step .. o-1 of the `active` queries still generating, contexts active_len + active * s
+                elapsed += self.decode_steps(active, active_len + active * step, o - step)
                 step = o
             done[q] = elapsed
             active_len -= lengths[q]

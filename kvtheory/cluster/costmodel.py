@@ -16,6 +16,9 @@ when tp exceeds them), with MFU ``mfu`` and memory-bandwidth utilisation ``mbu``
 - decode seconds per output token at context c = (active weight bytes / tp + c * KV bytes per token
   per GPU) / (hbm_bandwidth * mbu): one sequence per step reads the weights (for a mixture of experts,
   only the routed experts) and the KV cache of its context;
+- decode_compute = 2 * active_params / (tp * peak_bf16_flops * mfu): the compute time of one decoded
+  token. A decode iteration of n sequences takes max(n * decode_compute, its memory time)
+  (:func:`decode_iteration_seconds`); one sequence is memory-bound on every packaged GPU and model;
 - KV bytes per token = 2 * layers * kv_heads * head_dim * dtype_bytes (K and V, all layers);
 - B = floor((hbm_bytes * mem_fraction - weight bytes / tp) / KV bytes per token per GPU): an
   InputError (saying by how much) when the weights do not fit.
@@ -193,6 +196,7 @@ class CostModel:
     a_cached: float
     decode_base: float
     decode_per_context_token: float
+    decode_compute: float
     kv_bytes_per_token: int
     kv_bytes_per_token_per_gpu: int
     weight_bytes: int
@@ -265,6 +269,7 @@ def cost_model(
         a_cached=kv_gpu / bandwidth,
         decode_base=m.active_params * m.dtype_bytes / tp / bandwidth,
         decode_per_context_token=kv_gpu / bandwidth,
+        decode_compute=2.0 * m.active_params / (tp * g.peak_bf16_flops * mfu),
         kv_bytes_per_token=m.kv_bytes_per_token,
         kv_bytes_per_token_per_gpu=kv_gpu,
         weight_bytes=m.weight_bytes,
@@ -282,3 +287,44 @@ def cost_model_by_name(
 ) -> CostModel:
     """:func:`cost_model` with the GPU and the model looked up by name (user CSVs optional)."""
     return cost_model(gpu(gpu_name, gpus_file), model(model_name, models_file), **options)
+
+
+def decode_iteration_seconds(
+    decode_base: float, decode_per_context: float, decode_compute: float, sequences: int, contexts: int, steps: int
+) -> float:
+    """Seconds of ``steps`` consecutive decode iterations of the same ``sequences`` sequences whose
+    contexts sum to ``contexts`` tokens at the first step (each step adds one token to each context).
+
+    Iteration s (s = 0 .. steps - 1) is the roofline maximum of its compute time and its memory time:
+
+        max(n * decode_compute, decode_base + decode_per_context * (C + n * s)),
+
+    n = ``sequences``, C = ``contexts``: the n tokens' FLOPs at peak x MFU against reading the weights once
+    and every sequence's KV over HBM. The memory time grows with s, so the compute-bound iterations (if
+    any) come first; the rest sum in closed form. With one sequence and a memory-bound first step this is
+    exactly ``steps * decode_base + decode_per_context * (steps * C + steps * (steps - 1) // 2)``, the
+    output time O_ij of docs/cluster.md, to the bit.
+    """
+    if steps <= 0:
+        return 0.0
+    n = sequences
+    compute = n * decode_compute
+
+    def compute_bound(s: int) -> bool:
+        return compute > decode_base + decode_per_context * (contexts + n * s)
+
+    bound = 0  # the compute-bound iterations: a prefix of the steps
+    if compute_bound(0):
+        if decode_per_context == 0:
+            bound = steps
+        else:  # the estimate, corrected against rounding by the exact test
+            excess = (compute - decode_base - decode_per_context * contexts) / (decode_per_context * n)
+            bound = min(steps, max(1, math.ceil(excess)))
+            while bound > 1 and not compute_bound(bound - 1):
+                bound -= 1
+            while bound < steps and compute_bound(bound):
+                bound += 1
+    rest = steps - bound
+    start = contexts + n * bound
+    memory = rest * decode_base + decode_per_context * (rest * start + n * rest * (rest - 1) // 2)
+    return bound * compute + memory

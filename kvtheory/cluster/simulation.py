@@ -9,6 +9,9 @@ step (:meth:`Worker.decode_batch`). With batch 1 the service time of j on i is e
 
     Cost_ij = a_cached_i * h_ij + a_miss_i * (|q_j| - h_ij) + O_ij.
 
+With ``engine="continuous"`` the workers batch continuously instead, as SGLang schedules
+(:mod:`kvtheory.cluster.engines`); the routing, arrivals, seeds and metrics are the same.
+
 Latency = finish - arrival; TTFT = prefill end - arrival; throughput = completed / (last finish - first
 arrival); makespan = last finish - first arrival; busy_i = the sum of worker i's service times.
 
@@ -35,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kvtheory.cluster.cluster import Cluster
+from kvtheory.cluster.engines import DEFAULT_CHUNK_SIZE, ENGINES, ContinuousEngine
 from kvtheory.cluster.routers import Router, RouterView, router_class
 from kvtheory.errors import InputError
 from kvtheory.model.batches import footprint
@@ -85,6 +89,23 @@ def output_lengths(workload: Workload, output_len: int | None) -> list[int]:
     return [q.output_len or 0 for q in workload]
 
 
+def check_engine(engine: str, batch: int, chunk_size: int | None) -> int | None:
+    """The continuous engine's chunk size (default :data:`DEFAULT_CHUNK_SIZE`); None for the batch engine."""
+    if engine not in ENGINES:
+        raise InputError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
+    if engine == "batch":
+        if chunk_size is not None:
+            raise InputError("--chunk-size goes with --engine continuous (the batch engine prefills whole batches)")
+        return None
+    if batch != 1:
+        raise InputError("--batch sets the batch engine's batch size; --engine continuous forms its own batches")
+    if chunk_size is None:
+        return DEFAULT_CHUNK_SIZE
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
+        raise InputError(f"--chunk-size must be a positive number of tokens, got {chunk_size}")
+    return int(chunk_size)
+
+
 def check_budgets(workload: Workload, cluster: Cluster) -> None:
     """Every query must fit in every worker's cache (any router may send it anywhere)."""
     longest = max(range(len(workload)), key=lambda j: workload[j].length)
@@ -116,6 +137,8 @@ class ClusterResult:
     busy: np.ndarray
     service: list[list[float]] = field(repr=False)
     router_state: dict = field(default_factory=dict)
+    engine: str = "batch"
+    engine_state: dict = field(default_factory=dict)
 
     @property
     def latency(self) -> np.ndarray:
@@ -161,6 +184,7 @@ class ClusterResult:
             "router": self.router,
             "eviction": self.eviction,
             "workers": self.workers,
+            "engine": self.engine,
             "batch": self.batch,
             "seed": self.seed,
             "queries": int(self.length.size),
@@ -178,6 +202,7 @@ class ClusterResult:
             "max_busy": self.max_busy,
             "per_worker": per_worker,
             "router_state": self.router_state,
+            "engine_state": self.engine_state,
         }
 
 
@@ -210,9 +235,13 @@ class Simulation:
         output_len: int | None = None,
         router_options: Mapping[str, object] | None = None,
         oracle: bool = False,
+        engine: str = "batch",
+        chunk_size: int | None = None,
     ) -> None:
         if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
             raise InputError(f"batch size must be a positive integer, got {batch}")
+        self.engine = engine
+        self.chunk_size = check_engine(engine, batch, chunk_size)
         check_budgets(workload, cluster)
         self.workload = workload
         self.cluster = cluster
@@ -249,12 +278,15 @@ class Simulation:
         self.router = router_cls(self.view, seed=router_seed, options=options)
         if self.router.opts.get("oracle"):
             self.view._oracle = self
+        self._continuous: ContinuousEngine | None = None
 
     # -- what an oracle router may ask --------------------------------------------------------------
     def true_cached(self, i: int, j: int) -> int:
         return self.workers[i].policy.cached_prefix(j)
 
     def true_backlog(self, i: int, now: float) -> float:
+        if self._continuous is not None:
+            return self._continuous.workers[i].backlog(now)
         w = self.workers[i]
         remaining = max(w.busy_until - now, 0.0) if not w.idle else 0.0
         policy, spec, lengths, outputs = w.policy, w.spec, self.lengths, self.outputs
@@ -274,6 +306,8 @@ class Simulation:
         return group
 
     def run(self) -> ClusterResult:
+        if self.engine == "continuous":
+            return self._run_continuous()
         n = len(self.workload)
         arrival = self.arrival
         order = sorted(range(n), key=lambda j: (arrival[j], j))
@@ -352,6 +386,30 @@ class Simulation:
             router_state=router.state(),
         )
 
+    def _run_continuous(self) -> ClusterResult:
+        engine = self._continuous = ContinuousEngine(self, self.chunk_size)
+        worker_of = engine.run()
+        return ClusterResult(
+            router=self.router.name,
+            eviction=self.eviction,
+            workers=len(self.workers),
+            batch=self.batch,
+            seed=self.seed,
+            arrival=self.arrival.copy(),
+            worker=worker_of,
+            hits=engine.hits,
+            length=np.asarray(self.lengths, dtype=np.int64),
+            output_len=np.asarray(self.outputs, dtype=np.int64),
+            start=engine.start,
+            prefill_end=engine.prefill_end,
+            finish=engine.finish,
+            busy=np.array([w.busy for w in engine.workers]),
+            service=[w.service for w in engine.workers],
+            router_state=self.router.state(),
+            engine="continuous",
+            engine_state=engine.state(),
+        )
+
 
 def simulate(
     workload: Workload,
@@ -363,6 +421,7 @@ def simulate(
     """Simulate ``workload`` on ``cluster`` behind ``router`` with ``eviction`` on every worker.
 
     Options: batch, seed, rate (Poisson; inf = every query at 0), arrivals (explicit times),
-    output_len (override), router_options (dict), oracle (bool). See :class:`Simulation`.
+    output_len (override), router_options (dict), oracle (bool), engine ("batch" or "continuous"),
+    chunk_size (the continuous engine's prefill tokens per iteration). See :class:`Simulation`.
     """
     return Simulation(workload, cluster, router, eviction, **options).run()

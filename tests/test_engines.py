@@ -1,0 +1,219 @@
+"""The continuous-batching engine (kvtheory/cluster/engines.py, docs/cluster.md §Engines).
+
+Hand-computed runs use binary-fraction coefficients, so the expected times are exact floats. The
+low-load runs compare the two engines exactly (==): a request alone on a worker goes through the same
+cost functions in both.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import orjson
+import pytest
+
+from kvtheory import Workload, write_workload
+from kvtheory.cli import main
+from kvtheory.cluster.cluster import Cluster, Worker
+from kvtheory.cluster.costmodel import cost_model, gpu, model
+from kvtheory.cluster.simulation import Simulation, simulate
+from kvtheory.errors import InputError
+from kvtheory.model.batches import footprint
+from kvtheory.model.query import Query
+from kvtheory.policies import ONLINE_POLICIES
+from kvtheory.workloads import generate
+
+
+def workload(queries) -> Workload:
+    """(tokens, arrival, output length) triples."""
+    return Workload(tuple(Query.of(tokens, float(arrival), output) for tokens, arrival, output in queries))
+
+
+def spaced(w: Workload, gap: float) -> Workload:
+    """The same queries, ``gap`` seconds apart."""
+    return Workload(tuple(Query.of(q.tokens, j * gap, q.output_len) for j, q in enumerate(w)))
+
+
+def l40(m: int, budget: int) -> Cluster:
+    spec = Worker.from_cost_model(cost_model(gpu("L40"), model("Llama-3.1-8B")))
+    return Cluster(tuple(Worker(**{**spec.__dict__, "budget": budget}) for _ in range(m)))
+
+
+LOW_LOAD = {
+    "gsp": ("gsp", {"groups": 6, "prompts": 4, "lengths": [64, 256, 512], "output_len": 3}),
+    "multiturn": ("multiturn", {"conversations": 8, "turns": [2, 4], "user_len": 96, "output_len": 5}),
+    "longdoc": ("longdoc", {"documents": 6, "questions": 3, "lengths": [128, 512], "question_len": 16}),
+}
+
+
+def _same_clocks(a, b) -> None:
+    assert a.worker.tolist() == b.worker.tolist()
+    assert a.hits.tolist() == b.hits.tolist()
+    assert a.start.tolist() == b.start.tolist()
+    assert a.prefill_end.tolist() == b.prefill_end.tolist()
+    assert a.finish.tolist() == b.finish.tolist()
+    assert a.ttft.tolist() == b.ttft.tolist() and a.latency.tolist() == b.latency.tolist()
+
+
+@pytest.mark.parametrize("name", sorted(LOW_LOAD))
+@pytest.mark.parametrize("policy", sorted(ONLINE_POLICIES))
+def test_at_low_load_continuous_batching_equals_batch_one_exactly(name, policy):
+    generator, params = LOW_LOAD[name]
+    w = generate(generator, {**params, "order": "random"}, seed=5)
+    budget = 700
+    assert footprint(w.trie, [w.trie.path(j) for j in range(len(w))]) > 2 * budget  # evictions happen
+    w = spaced(w, 60.0)  # every query is done long before the next arrives
+    for workers, router in ((1, "round-robin"), (2, "cache-aware"), (3, "lbgr")):
+        cluster = l40(workers, budget)
+        batch = simulate(w, cluster, router, policy, seed=2)
+        continuous = simulate(w, cluster, router, policy, seed=2, engine="continuous")
+        _same_clocks(batch, continuous)
+        assert batch.hit_rate < 1.0 and continuous.engine_state["max_running"] == [1] * workers
+
+
+@pytest.mark.parametrize("policy", ["lru", "rlt"])
+def test_at_low_load_a_cut_prefill_takes_the_same_time_as_a_whole_one(policy):
+    """Prompts longer than the chunk size are prefilled over several iterations; with binary-fraction
+    coefficients the chunks' times add up to the batch engine's prefill exactly."""
+    w = spaced(generate("gsp", {"groups": 4, "prompts": 4, "lengths": [40, 100], "output_len": 2}, seed=1), 1000.0)
+    cluster = Cluster.uniform(2, 150, a_miss=1.0, a_cached=0.25, decode_base=0.5)
+    batch = simulate(w, cluster, "round-robin", policy, seed=0)
+    continuous = simulate(w, cluster, "round-robin", policy, seed=0, engine="continuous", chunk_size=16)
+    _same_clocks(batch, continuous)
+    assert continuous.engine_state["prefill_iterations"] > len(w)  # prompts were cut
+
+
+SATURATED = workload([([1, 2, 3, 4], 0, 3), ([5, 6, 7, 8], 0, 3), ([9, 10, 11, 12], 0, 3), ([13, 14, 15, 16], 0, 3)])
+
+
+def test_continuous_batching_beats_batch_one_at_saturation():
+    cluster = Cluster.uniform(1, 100, a_miss=1.0, a_cached=0.0, decode_base=2.0)
+    one = simulate(SATURATED, cluster, "round-robin", "lru")
+    # batch 1: each query 4 (prefill) + 3 x 2 (decode) = 10, one after another
+    assert one.finish.tolist() == [10.0, 20.0, 30.0, 40.0] and one.to_dict()["throughput_qps"] == 4 / 40
+    cont = simulate(SATURATED, cluster, "round-robin", "lru", engine="continuous")
+    # all four prefilled in one iteration (16 tokens), then three decode iterations of 2 s for all four
+    assert cont.prefill_end.tolist() == [16.0] * 4 and cont.finish.tolist() == [22.0] * 4
+    assert cont.service == [[16.0, 6.0]] and cont.to_dict()["throughput_qps"] == 4 / 22
+    # 8 prefill tokens per iteration: two prefill iterations, decode only once nothing is left to prefill
+    chunked = simulate(SATURATED, cluster, "round-robin", "lru", engine="continuous", chunk_size=8)
+    assert chunked.prefill_end.tolist() == [8.0, 8.0, 16.0, 16.0] and chunked.finish.tolist() == [22.0] * 4
+    assert chunked.service == [[8.0, 8.0, 6.0]]
+
+
+def test_a_decode_iteration_is_the_larger_of_compute_and_memory_time():
+    # 0.75 s of compute per decoded token: one sequence is memory-bound (2 s), four are compute-bound (3 s)
+    cluster = Cluster((Worker(1.0, 0.0, 100, decode_base=2.0, decode_compute=0.75),))
+    assert simulate(SATURATED, cluster, "round-robin", "lru").finish.tolist() == [10.0, 20.0, 30.0, 40.0]
+    cont = simulate(SATURATED, cluster, "round-robin", "lru", engine="continuous")
+    assert cont.finish.tolist() == [25.0] * 4 and cont.service == [[16.0, 9.0]]
+
+
+def test_admission_waits_until_the_prompt_fits_next_to_the_running_ones():
+    cluster = Cluster.uniform(1, 8, a_miss=1.0, a_cached=0.0, decode_base=1.0)
+    # q0 and q1 fill the 8 tokens; q2 waits for them to finish, and q3 (1 token, would fit) waits behind it
+    w = workload([([1, 2, 3, 4], 0, 2), ([5, 6, 7, 8], 0, 2), ([9, 10, 11, 12], 0, 2), ([13], 0, 2)])
+    run = simulate(w, cluster, "round-robin", "lru", engine="continuous")
+    assert run.start.tolist() == [0.0, 0.0, 10.0, 10.0]
+    assert run.prefill_end.tolist() == [8.0, 8.0, 15.0, 15.0]
+    assert run.finish.tolist() == [10.0, 10.0, 17.0, 17.0]
+    assert run.engine_state["max_running"] == [2]
+    # shared tokens count once: q0 and q1 share [1, 2, 3], so both fit in 5 tokens; q2 needs 3 more
+    w = workload([([1, 2, 3, 4], 0, 1), ([1, 2, 3, 5], 0, 1), ([6, 7, 8], 0, 1)])
+    run = simulate(w, Cluster.uniform(1, 6, decode_base=1.0), "round-robin", "lru", engine="continuous")
+    assert run.hits.tolist() == [0, 0, 0]  # q0 and q1 in one batch: each pays its misses
+    assert run.start.tolist() == [0.0, 0.0, 9.0] and run.finish.tolist() == [9.0, 9.0, 13.0]
+
+
+def test_chunked_prefill_cuts_a_long_prompt_and_shares_the_chunk_with_new_requests():
+    cluster = Cluster.uniform(1, 100, a_miss=1.0, a_cached=0.25, decode_base=0.5)
+    w = workload([(list(range(1, 9)), 0, 1), ([20, 21], 1, 1)])
+    run = simulate(w, cluster, "round-robin", "lru", engine="continuous", chunk_size=3)
+    # q0's 8 tokens: 3 + 3 + 2; q1 (arrived at 1) gets the one token left of the third iteration and
+    # its second token in the fourth; then one decode iteration for both
+    assert run.service == [[3.0, 3.0, 3.0, 1.0, 0.5]]
+    assert run.start.tolist() == [0.0, 6.0]
+    assert run.prefill_end.tolist() == [9.0, 10.0] and run.finish.tolist() == [10.5, 10.5]
+    assert run.ttft.tolist() == [9.0, 9.0]
+
+
+def test_a_request_admitted_during_a_cut_prefill_hits_only_its_computed_part():
+    cluster = Cluster.uniform(1, 100, a_miss=1.0, a_cached=0.25)
+    q0 = list(range(1, 11))
+    w = workload([(q0, 0, 0), (q0[:9] + [99], 1, 0)])
+    run = simulate(w, cluster, "round-robin", "lru", engine="continuous", chunk_size=4)
+    # q0: chunks of 4, 4, 2 tokens. q1 is admitted into the third iteration, when 8 of q0's tokens are
+    # computed: it shares 9 with q0 but hits 8 and computes 2: 0.25 * 8 + 2 = 4, so 2 + 4 = 6
+    assert run.hits.tolist() == [0, 8] and run.engine_state["early_hit_tokens"] == 1
+    assert run.service == [[4.0, 4.0, 6.0]] and run.finish.tolist() == [14.0, 14.0]
+
+
+def test_running_requests_are_never_evicted_and_a_finished_request_counts_as_accessed():
+    cluster = Cluster.uniform(1, 8, a_miss=1.0, a_cached=0.0, decode_base=1.0)
+    w = workload([([1, 2, 3, 4], 0, 10), ([9, 10], 4.5, 0), ([5, 6, 7, 8], 7.5, 0)])
+    sim = Simulation(w, cluster, "round-robin", "lru", engine="continuous")
+    run = sim.run()
+    # q0 decodes from 4; q1 arrives at 4.5 and is prefilled after the first decode iteration (5 to 7);
+    # q2 arrives at 7.5 and is prefilled after the next one (8 to 12). Admitting q2 must evict 2 tokens:
+    # the least recently used leaf is q0's (accessed at 0; q1 finished at 7), but q0 runs, so q1 goes.
+    assert run.start.tolist() == [0.0, 5.0, 8.0]
+    assert run.finish.tolist() == [20.0, 7.0, 12.0]
+    assert run.engine_state["protected_serves"] == 1
+    policy = sim.workers[0].policy
+    assert [policy.cached_prefix(j) for j in range(3)] == [4, 0, 4]
+
+
+def test_the_continuous_engine_is_deterministic_under_a_seed():
+    w = generate("gsp", {"groups": 8, "prompts": 6, "lengths": [64, 256], "rate": 200.0, "output_len": 4}, seed=2)
+    cluster = l40(2, 900)
+    runs = [simulate(w, cluster, "lbgr", "rlt", seed=7, engine="continuous", rate=300.0) for _ in range(2)]
+    _same_clocks(*runs)
+    assert runs[0].engine_state == runs[1].engine_state and runs[0].engine_state["max_running"] != [1, 1]
+
+
+def test_engine_options_are_checked():
+    w = workload([([1, 2], 0, 0)])
+    cluster = Cluster.uniform(1, 4)
+    with pytest.raises(InputError, match="unknown engine"):
+        simulate(w, cluster, "round-robin", "lru", engine="vllm")
+    with pytest.raises(InputError, match="--batch"):
+        simulate(w, cluster, "round-robin", "lru", engine="continuous", batch=2)
+    with pytest.raises(InputError, match="--chunk-size goes with"):
+        simulate(w, cluster, "round-robin", "lru", chunk_size=8)
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(InputError, match="--chunk-size must be"):
+            simulate(w, cluster, "round-robin", "lru", engine="continuous", chunk_size=bad)
+
+
+def test_route_command_runs_either_engine(tmp_path, capsys):
+    path = tmp_path / "w.jsonl"
+    write_workload(generate("gsp", {"groups": 4, "prompts": 4, "lengths": [64, 128], "output_len": 2}, seed=0), path)
+    base = ["route", "--workload", str(path), "--workers", "2", "--router", "cache-aware", "--eviction", "lru"]
+    base += ["--gpu", "L40", "--model", "Llama-3.1-8B", "--rate", "50", "--json"]
+    assert main(base) == 0
+    batch = orjson.loads(capsys.readouterr().out)
+    assert batch["engine"] == "batch" and batch["engine_state"] == {}
+    assert main(base + ["--engine", "continuous", "--chunk-size", "64"]) == 0
+    record = orjson.loads(capsys.readouterr().out)
+    assert record["engine"] == "continuous" and record["engine_state"]["chunk_size"] == 64
+    assert record["queries"] == batch["queries"] and not math.isnan(record["latency_p50"])
+    assert main(base + ["--engine", "continuous", "--batch", "4"]) == 2
+    assert main(base + ["--chunk-size", "64"]) == 2
+    with pytest.raises(SystemExit) as stop:  # argparse's choices
+        main(base + ["--engine", "turbo"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "--engine continuous forms its own batches" in err and "--chunk-size goes with" in err
+    assert "invalid choice: 'turbo'" in err and "Traceback" not in err and len(err.splitlines()) == 3
+
+
+def test_decode_iteration_seconds_is_the_sum_of_per_iteration_roofline_maxima():
+    from kvtheory.cluster.costmodel import decode_iteration_seconds
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        base, per, comp = rng.random(), rng.random() * 0.01, rng.random() * 2
+        n, c, k = int(rng.integers(1, 40)), int(rng.integers(0, 500)), int(rng.integers(0, 50))
+        brute = sum(max(n * comp, base + per * (c + n * s)) for s in range(k))
+        assert decode_iteration_seconds(base, per, comp, n, c, k) == pytest.approx(brute, rel=1e-12, abs=1e-12)
