@@ -21,7 +21,8 @@ from kvtheory.cluster.simulation import Simulation, simulate
 from kvtheory.errors import InputError
 from kvtheory.model.batches import footprint
 from kvtheory.model.query import Query
-from kvtheory.policies import ONLINE_POLICIES
+from kvtheory.cluster.engines import ContinuousWorker
+from kvtheory.policies import ONLINE_POLICIES, policy_class
 from kvtheory.workloads import generate
 
 
@@ -162,6 +163,41 @@ def test_running_requests_are_never_evicted_and_a_finished_request_counts_as_acc
     assert run.engine_state["protected_serves"] == 1
     policy = sim.workers[0].policy
     assert [policy.cached_prefix(j) for j in range(3)] == [4, 0, 4]
+
+
+class _Held:
+    """A radix-family policy that also never evicts the paths of ``held`` (sequence indices), without
+    serving them: the lock SGLang holds on running requests, which the policy interface cannot express."""
+
+    held: list[int] = []
+
+    def _evict(self, tokens, locked):
+        paths = (self.trie.path(j) for j in self.held)
+        extra = {id(node) for path in paths for node in self._match(path, mutate=False)[2]}
+        super()._evict(tokens, locked | extra)
+
+
+def _serve_with_locks(self, new, matched):
+    self.policy.held = self.admitted[: len(self.admitted) - len(new)]
+    self.policy.serve(new)
+
+
+@pytest.mark.parametrize("policy", ["lru", "token-lru", "fifo"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_serving_running_requests_with_an_eviction_is_a_lock_for_the_radix_policies(policy, seed, monkeypatch):
+    """The engine protects running requests by serving them with any admission that evicts. For L-LRU,
+    token-LRU and FIFO-leaf that gives the same run, hit for hit, as a lock that leaves them unserved:
+    their refreshed stamps are overwritten when they finish (served again then) before they can be evicted.
+    Without the lock (held = []) running requests lose tokens and the engine stops with an error."""
+    w = generate("gsp", {"groups": 10, "prompts": 8, "lengths": [64, 256, 512], "output_len": 6}, seed=seed)
+    cluster = l40(2, 1500)
+    options = {"seed": seed, "engine": "continuous", "rate": 40.0, "chunk_size": 256}
+    served = simulate(w, cluster, "cache-aware", policy, **options)
+    assert served.engine_state["protected_serves"] > 20 and max(served.engine_state["max_running"]) > 3
+    held = type("Held", (_Held, policy_class(policy)), {"name": policy})
+    monkeypatch.setattr(ContinuousWorker, "_serve", _serve_with_locks)
+    locked = simulate(w, cluster, "cache-aware", held, **options)
+    _same_clocks(served, locked)
 
 
 def test_the_continuous_engine_is_deterministic_under_a_seed():
