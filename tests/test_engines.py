@@ -17,11 +17,11 @@ from kvtheory import Workload, write_workload
 from kvtheory.cli import main
 from kvtheory.cluster.cluster import Cluster, Worker
 from kvtheory.cluster.costmodel import cost_model, gpu, model
+from kvtheory.cluster.engines import ContinuousWorker
 from kvtheory.cluster.simulation import Simulation, simulate
 from kvtheory.errors import InputError
 from kvtheory.model.batches import footprint
 from kvtheory.model.query import Query
-from kvtheory.cluster.engines import ContinuousWorker
 from kvtheory.policies import ONLINE_POLICIES, policy_class
 from kvtheory.workloads import generate
 
@@ -188,7 +188,8 @@ def test_serving_running_requests_with_an_eviction_is_a_lock_for_the_radix_polic
     """The engine protects running requests by serving them with any admission that evicts. For L-LRU,
     token-LRU and FIFO-leaf that gives the same run, hit for hit, as a lock that leaves them unserved:
     their refreshed stamps are overwritten when they finish (served again then) before they can be evicted.
-    Without the lock (held = []) running requests lose tokens and the engine stops with an error."""
+    (Checked the other way: with held = [] and no served running requests, L-LRU and token-LRU evict running
+    requests' tokens here and the engine stops with an error.)"""
     w = generate("gsp", {"groups": 10, "prompts": 8, "lengths": [64, 256, 512], "output_len": 6}, seed=seed)
     cluster = l40(2, 1500)
     options = {"seed": seed, "engine": "continuous", "rate": 40.0, "chunk_size": 256}

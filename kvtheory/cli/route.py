@@ -47,7 +47,8 @@ def register(commands) -> None:
         "--chunk-size",
         type=options.budget,
         metavar="N",
-        help=f"continuous engine: prefill tokens per iteration (SGLang's chunked_prefill_size; default {DEFAULT_CHUNK_SIZE})",
+        help="continuous engine: prefill tokens per iteration (SGLang's chunked_prefill_size; "
+        f"default {DEFAULT_CHUNK_SIZE})",
     )
     parser.add_argument(
         "--seed", type=options.seed, default=0, help="seed of routers, policies and --rate arrivals (default 0)"
