@@ -46,8 +46,19 @@ class EvictionPolicy(ABC):
     ) -> EvictionPolicy:
         """The fastest exact implementation of this policy as an object served batch by batch (the cluster
         simulation's workers): a compiled core's where the family has one for this trie, else ``cls`` itself.
-        Both give the same hits, batch for batch, from the same seed."""
-        return cls(trie, budget, seed=seed, evict_amount=evict_amount)
+        Both give the same hits, batch for batch, from the same seed.
+
+        The eviction amount is passed on only when it is not the default, so a user's policy written
+        without an ``evict_amount`` argument still runs (and is refused, with a ValueError, for
+        ``"allocation"``)."""
+        if check_evict_amount(evict_amount) == "shortfall":
+            return cls(trie, budget, seed=seed)
+        try:
+            return cls(trie, budget, seed=seed, evict_amount=evict_amount)
+        except TypeError as exc:
+            if "evict_amount" not in str(exc):
+                raise
+            raise ValueError(f"policy {cls.name!r} does not take an eviction amount (evict_amount)") from None
 
     def tokens_to_free(self, overflow: int, missing: int) -> int:
         """How many tokens an eviction is asked to free when a batch of ``missing`` uncached tokens
