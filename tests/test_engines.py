@@ -12,6 +12,9 @@ import math
 import numpy as np
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import EXAMPLE_DEADLINE, instances
 
 from kvtheory import Workload, write_workload
 from kvtheory.cli import main
@@ -199,6 +202,42 @@ def test_serving_running_requests_with_an_eviction_is_a_lock_for_the_radix_polic
     monkeypatch.setattr(ContinuousWorker, "_serve", _serve_with_locks)
     locked = simulate(w, cluster, "cache-aware", held, **options)
     _same_clocks(served, locked)
+
+
+@settings(max_examples=60, deadline=EXAMPLE_DEADLINE)
+@given(
+    instances(max_queries=12, max_length=6),
+    st.sampled_from(sorted(ONLINE_POLICIES)),
+    st.lists(st.integers(0, 3), min_size=12, max_size=12),
+    st.lists(st.sampled_from([0.0, 0.25, 1.0, 3.0]), min_size=12, max_size=12),
+    st.integers(1, 4),
+    st.integers(1, 2),
+)
+def test_every_request_runs_to_completion_in_order_of_its_clocks(instance, policy, outputs, gaps, chunk, m):
+    """Random tiny workloads with tight budgets, bursts and several workers: every policy keeps the running
+    requests' prompts (the engine checks at each completion), and each request's clocks are in order."""
+    base, budget, _ = instance
+    n = len(base)
+    arrivals = np.cumsum(gaps[:n]) - gaps[0]
+    w = Workload(tuple(Query.of(q.tokens, float(a), o) for q, a, o in zip(base, arrivals, outputs)))
+    cluster = Cluster.uniform(m, budget, a_miss=1.0, a_cached=0.25, decode_base=0.5)
+    run = simulate(w, cluster, "round-robin", policy, seed=3, engine="continuous", chunk_size=chunk)
+    assert np.all(run.arrival <= run.start) and np.all(run.start < run.prefill_end)
+    assert np.all(run.prefill_end + 0.5 * run.output_len <= run.finish)
+    assert np.all(run.hits <= run.length) and run.busy.sum() <= run.makespan * m
+    # no iteration prefills more than the chunk size; every output token takes a decode iteration
+    computed = int((run.length - run.hits).sum())
+    assert run.engine_state["prefill_iterations"] * chunk >= computed
+    assert max(run.output_len) <= run.engine_state["decode_iterations"] <= sum(run.output_len)
+
+
+def test_an_oracle_router_sees_the_rest_of_the_current_iteration():
+    cluster = Cluster.uniform(2, 20, a_miss=1.0, a_cached=0.0)
+    w = workload([([1, 2, 3, 4], 0, 0), ([5, 6], 0.5, 0), ([7], 2.5, 0), ([8], 4.5, 0)])
+    run = simulate(w, cluster, "least-load", "lru", engine="continuous", oracle=True)
+    # q1 at 0.5: worker 0 has 3.5 s of q0's prefill left, worker 1 none; q2 at 2.5: 1.5 left on 0, 0 on 1
+    # (q1 done at 2.5 exactly: completions come first); q3 at 4.5: both idle, ties to worker 0
+    assert run.worker.tolist() == [0, 1, 1, 0]
 
 
 def test_the_continuous_engine_is_deterministic_under_a_seed():
