@@ -100,6 +100,7 @@ UNITS = {
     "a_cached": "s per cached prompt token",
     "decode_base": "s per output token, empty context",
     "decode_per_context_token": "s per output token per context token",
+    "decode_compute": "s of compute per output token",
     "decode_per_output_token": "s per output token",
     "kv_bytes_per_token": "bytes",
     "kv_bytes_per_token_per_gpu": "bytes",

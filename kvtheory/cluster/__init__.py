@@ -5,6 +5,7 @@
 * :mod:`kvtheory.cluster.routers`: round-robin, random, least-load, cache-aware, lbgr, lbgr-full,
   cache-aware-adaptive, behind one ``Router`` interface.
 * :mod:`kvtheory.cluster.simulation`: the heapq event loop (``simulate``).
+* :mod:`kvtheory.cluster.engines`: continuous batching on the workers (``simulate(..., engine="continuous")``).
 * :mod:`kvtheory.cluster.optimum`: joint MIP optimum, lower bounds, exhaustive optimum, ``routing_ratio``.
 * :mod:`kvtheory.cluster.report`: the README tables (``python -m kvtheory.cluster.report``).
 """
