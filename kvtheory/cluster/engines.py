@@ -58,7 +58,7 @@ from kvtheory.policies.base import union_misses
 
 #: the worker engines: batch-1 (or batch-beta) FIFO, or SGLang-style continuous batching
 ENGINES = ("batch", "continuous")
-#: SGLang's chunked_prefill_size on GPUs of at least 25 GB (v0.4.x server_args; 80-141 GB GPUs since)
+#: SGLang's default chunked_prefill_size on GPUs of at least 25 GB (docs/cluster.md §Engines)
 DEFAULT_CHUNK_SIZE = 8192
 
 _IDLE, _PREFILL, _DECODE = 0, 1, 2
