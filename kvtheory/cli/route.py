@@ -154,12 +154,15 @@ def run(args) -> int:
         return 0
     per_worker = record.pop("per_worker")
     state = record.pop("router_state")
+    engine_state = record.pop("engine_state")
     workers = record.pop("cluster")
     if record["rate"] is None:
         record["rate"] = "arrivals from the workload file"
     emit({f"{key} ({UNITS[key]})" if key in UNITS else key: value for key, value in record.items()}, False)
     if state:
         print("router_state  " + "; ".join(f"{key} = {_plain(value)}" for key, value in state.items()))
+    if engine_state:
+        print("engine_state  " + "; ".join(f"{key} = {_plain(value)}" for key, value in engine_state.items()))
     print("\nworker  label                     budget  queries  hit_rate    busy_s  utilization")
     for row, w in zip(per_worker, workers):
         print(
