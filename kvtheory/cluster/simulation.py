@@ -367,28 +367,32 @@ class Simulation:
                 heapq.heappush(events, (w.busy_until, _FREE, sequence, i))
                 sequence += 1
             waiting.clear()
-        return ClusterResult(
-            router=router.name,
-            eviction=self.eviction,
-            workers=len(workers),
-            batch=self.batch,
-            seed=self.seed,
-            arrival=arrival.copy(),
+        return self._result(
             worker=worker_of,
             hits=hits,
-            length=np.asarray(lengths, dtype=np.int64),
-            output_len=np.asarray(outputs, dtype=np.int64),
             start=start,
             prefill_end=prefill_end,
             finish=finish,
             busy=np.array([w.busy for w in workers]),
             service=service,
-            router_state=router.state(),
         )
 
     def _run_continuous(self) -> ClusterResult:
         engine = self._continuous = ContinuousEngine(self, self.chunk_size)
         worker_of = engine.run()
+        return self._result(
+            worker=worker_of,
+            hits=engine.hits,
+            start=engine.start,
+            prefill_end=engine.prefill_end,
+            finish=engine.finish,
+            busy=np.array([w.busy for w in engine.workers]),
+            service=[w.service for w in engine.workers],
+            engine_state=engine.state(),
+        )
+
+    def _result(self, **outcome) -> ClusterResult:
+        """The run's :class:`ClusterResult`: ``outcome`` (what the engine measured) and the run's setting."""
         return ClusterResult(
             router=self.router.name,
             eviction=self.eviction,
@@ -396,18 +400,11 @@ class Simulation:
             batch=self.batch,
             seed=self.seed,
             arrival=self.arrival.copy(),
-            worker=worker_of,
-            hits=engine.hits,
             length=np.asarray(self.lengths, dtype=np.int64),
             output_len=np.asarray(self.outputs, dtype=np.int64),
-            start=engine.start,
-            prefill_end=engine.prefill_end,
-            finish=engine.finish,
-            busy=np.array([w.busy for w in engine.workers]),
-            service=[w.service for w in engine.workers],
             router_state=self.router.state(),
-            engine="continuous",
-            engine_state=engine.state(),
+            engine=self.engine,
+            **outcome,
         )
 
 
