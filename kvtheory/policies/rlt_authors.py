@@ -18,9 +18,6 @@ from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies import register_policy
 from kvtheory.policies.base import EvictionPolicy, union_misses
 
-#: draws taken from the generator at a time; those after a change of the candidate count are dropped
-_DRAW_BLOCK = 64
-
 
 class _Node:
     __slots__ = ("parent", "children", "d0", "d1", "bottom", "key", "marked")
@@ -56,9 +53,10 @@ class AuthorsRLT(EvictionPolicy):
     - R2: if the unmarked, unlocked leaf nodes hold fewer than k tokens (or there are none), clear every
       mark and collect them again.
 
-    Eviction: k times, draw one of the candidate leaf nodes uniformly (``numpy.random.default_rng(seed)``)
-    and evict its last token; an emptied leaf is deleted and its parent joins the candidates if it is
-    unmarked, unlocked and childless. The draw stops early only when no candidate is left.
+    Eviction: k times, draw one of the candidate leaf nodes uniformly (``numpy.random.default_rng(seed)``,
+    one ``integers(n)`` per draw over their list, kept in ``cy_evict``'s order) and evict its last token; an
+    emptied leaf is deleted and its parent joins the candidates if it is unmarked, unlocked and childless.
+    The draw stops early only when no candidate is left.
     """
 
     name = "rlt-authors"
@@ -70,7 +68,6 @@ class AuthorsRLT(EvictionPolicy):
         super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
         self._rng = np.random.default_rng(seed)
         self._root = _Node(None, 0, 0, 0, -1)
-        self._leaves: dict[_Node, None] = {}  # childless nodes but the root, in the order they became so
         self._marked: set[_Node] = set()
         self.marked_count = 0
         self.phase_starts: Counter[str] = Counter()
@@ -191,8 +188,6 @@ class AuthorsRLT(EvictionPolicy):
                 i += 1
             leaf = _Node(node, matched, depth[end], end, path[i])
             node.children[path[i]] = leaf
-            self._leaves.pop(node, None)
-            self._leaves[leaf] = None
             self.size += leaf.d1 - leaf.d0
             self._mark(leaf)
 
@@ -201,43 +196,47 @@ class AuthorsRLT(EvictionPolicy):
         one token each; return the tokens freed (fewer than k only when no candidate is left)."""
         if tokens + self.marked_count >= self.budget:
             self._new_phase("R1")
-        candidates = [n for n in self._leaves if not n.marked and n not in locked]
-        if sum(n.d1 - n.d0 for n in candidates) < tokens or not candidates:
+        candidates = self._collect(locked)
+        if not candidates or sum(n.d1 - n.d0 for n in candidates) < tokens:
             self._new_phase("R2")
-            candidates = [n for n in self._leaves if n not in locked]
+            candidates = self._collect(locked)
         remain = {n: n.d1 - n.d0 for n in candidates}
         count, freed = len(candidates), 0
-        rng = self._rng
         while count and freed < tokens:
-            for index in rng.integers(count, size=min(tokens - freed, _DRAW_BLOCK)).tolist():
-                leaf = candidates[index]  # cy_evict's list: the drawn leaf goes to the end
-                candidates[index] = candidates[count - 1]
-                remain[leaf] -= 1
-                freed += 1
-                if remain[leaf]:
-                    candidates[count - 1] = leaf
-                    continue
-                parent = leaf.parent
-                del remain[leaf]
-                self._delete(leaf)
-                if parent is not self._root and not parent.marked and parent not in locked and not parent.children:
-                    remain[parent] = parent.d1 - parent.d0
-                    candidates[count - 1] = parent
-                else:
-                    count -= 1
-                    break  # the candidate count changed: draw over the new one
+            index = int(self._rng.integers(count))
+            leaf = candidates[index]  # cy_evict's list: the last entry fills the slot, the drawn one goes last
+            candidates[index] = candidates[count - 1]
+            remain[leaf] -= 1
+            freed += 1
+            if remain[leaf]:
+                candidates[count - 1] = leaf
+                continue
+            del remain[leaf]
+            parent = leaf.parent
+            del parent.children[leaf.key]
+            if parent is not self._root and not parent.marked and parent not in locked and not parent.children:
+                remain[parent] = parent.d1 - parent.d0
+                candidates[count - 1] = parent
+            else:
+                count -= 1
         self.size -= freed
         for node, left in remain.items():
             if left < node.d1 - node.d0:
                 self._cut_tail(node, left)
         return freed
 
-    def _delete(self, leaf: _Node) -> None:
-        parent = leaf.parent
-        del parent.children[leaf.key]
-        del self._leaves[leaf]
-        if parent is not self._root and not parent.children:
-            self._leaves[parent] = None
+    def _collect(self, locked: set[_Node]) -> list[_Node]:
+        """The candidates, in ``collect_leaves``' order (a depth-first walk with a stack of children):
+        childless nodes but the root, unmarked and unlocked."""
+        candidates = []
+        stack = [self._root]
+        while stack:
+            node = stack.pop()
+            if node.children:
+                stack.extend(node.children.values())
+            elif node is not self._root and not node.marked and node not in locked:
+                candidates.append(node)
+        return candidates
 
     def _cut_tail(self, node: _Node, left: int) -> None:
         """Keep the first ``left`` > 0 tokens of leaf ``node``."""
