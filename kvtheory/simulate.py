@@ -37,11 +37,20 @@ class RunResult:
         return record
 
 
-def drive(workload: Workload, budget: int, policy: EvictionPolicy, name: str, batch: int, seed) -> RunResult:
+def drive(
+    workload: Workload,
+    budget: int,
+    policy: EvictionPolicy,
+    name: str,
+    batch: int,
+    seed,
+    *,
+    evict_amount: str = "shortfall",
+) -> RunResult:
     hits = np.zeros(len(workload), dtype=np.int64)
     for group in batches(len(workload), batch):
         hits[group.start : group.stop] = policy.serve(group)
-    return result_of(workload, budget, name, batch, seed, hits, evict_amount=policy.evict_amount)
+    return result_of(workload, budget, name, batch, seed, hits, evict_amount=evict_amount)
 
 
 def result_of(
@@ -87,8 +96,8 @@ def run_policy(
     hits = cls.run_compiled(workload.trie, budget, batch, seed, evict_amount)
     if hits is not None:
         return result_of(workload, budget, cls.name, batch, seed, hits, evict_amount=evict_amount)
-    policy_run = cls(workload.trie, budget, seed=seed, evict_amount=evict_amount)
-    return drive(workload, budget, policy_run, cls.name, batch, seed)
+    policy_run = cls.create(workload.trie, budget, seed=seed, evict_amount=evict_amount)
+    return drive(workload, budget, policy_run, cls.name, batch, seed, evict_amount=evict_amount)
 
 
 def run_seeds(

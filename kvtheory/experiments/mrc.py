@@ -91,10 +91,7 @@ def miss_ratio_curve(
         raise InputError("a miss-ratio curve needs at least one budget and one policy")
     if seeds < 1:
         raise InputError(f"--seeds must be at least 1, got {seeds}")
-    try:
-        check_evict_amount(evict_amount)
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
+    check_evict_amount(evict_amount)
     for name in policies:
         if name != OPT:
             policy_class(name)
