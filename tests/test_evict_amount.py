@@ -155,3 +155,20 @@ def test_a_bad_amount_is_one_line_and_exit_2(command, workload_file, capsys):
     err = capsys.readouterr().err
     assert stopped.value.code == 2
     assert err.count("\n") == 1 and "argument --evict-amount: invalid choice: 'most'" in err
+
+
+@pytest.mark.parametrize("evict_amount, misses", [("shortfall", 11), ("allocation", 16)])
+def test_check_measures_the_policy_with_the_amount(evict_amount, misses, tmp_path, capsys):
+    # RLT_QUERIES three times over at B = 5: rlt-authors misses 11 tokens evicting the shortfall, 16 the
+    # allocation (every seed), as `kvtheory evict` counts them
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n".join(json.dumps({"tokens": t}) for t in RLT_QUERIES * 3) + "\n")
+    argv = ["check", "C5", "--workload", path, "--budget", 5, "--policy", "rlt-authors", "--seeds", 3]
+    assert main([str(a) for a in [*argv, "--evict-amount", evict_amount, "--json"]]) == 0
+    (result,) = json.loads(capsys.readouterr().out)["results"]
+    assert result["worst"]["alg"] == misses
+    evicted = run_policy(Workload.from_token_lists(RLT_QUERIES * 3), 5, "rlt-authors", evict_amount=evict_amount)
+    assert evicted.misses == misses
+    with pytest.raises(SystemExit) as stopped:
+        main([str(a) for a in [*argv, "--evict-amount", "most"]])
+    assert stopped.value.code == 2 and capsys.readouterr().err.count("\n") == 1
