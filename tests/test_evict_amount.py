@@ -172,3 +172,15 @@ def test_check_measures_the_policy_with_the_amount(evict_amount, misses, tmp_pat
     with pytest.raises(SystemExit) as stopped:
         main([str(a) for a in [*argv, "--evict-amount", "most"]])
     assert stopped.value.code == 2 and capsys.readouterr().err.count("\n") == 1
+
+
+def test_demo_passes_the_amount_to_every_policy(capsys):
+    from kvtheory.experiments.demo import Scenario, demo_table, run_scenario
+
+    scenario = Scenario("tiny", "random-tree", {"queries": 30, "max_length": 6, "alphabet": 2}, 8)
+    result = run_scenario(scenario, seeds=2, evict_amount="allocation")
+    assert {run.evict_amount for report in result.reports for run in report.runs} == {"allocation"}
+    assert "online policies evict the allocation" in demo_table(result)
+    with pytest.raises(SystemExit) as stopped:
+        main(["demo", "--evict-amount", "most"])
+    assert stopped.value.code == 2 and capsys.readouterr().err.count("\n") == 1
