@@ -44,6 +44,7 @@ from kvtheory.errors import InputError
 from kvtheory.model.batches import footprint
 from kvtheory.model.workload import Workload
 from kvtheory.policies import EvictionPolicy, policy_class
+from kvtheory.policies.base import check_evict_amount
 
 _COMPLETE, _FREE = 0, 1
 _ROUTER_STREAM, _ARRIVAL_STREAM = 1 << 20, 2 << 20
@@ -139,6 +140,7 @@ class ClusterResult:
     router_state: dict = field(default_factory=dict)
     engine: str = "batch"
     engine_state: dict = field(default_factory=dict)
+    evict_amount: str = "shortfall"
 
     @property
     def latency(self) -> np.ndarray:
@@ -183,6 +185,7 @@ class ClusterResult:
         return {
             "router": self.router,
             "eviction": self.eviction,
+            "evict_amount": self.evict_amount,
             "workers": self.workers,
             "engine": self.engine,
             "batch": self.batch,
@@ -237,6 +240,7 @@ class Simulation:
         oracle: bool = False,
         engine: str = "batch",
         chunk_size: int | None = None,
+        evict_amount: str = "shortfall",
     ) -> None:
         if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
             raise InputError(f"batch size must be a positive integer, got {batch}")
@@ -263,8 +267,9 @@ class Simulation:
             self.arrival = arrival_times(workload, rate, seed)
         eviction_cls = policy_class(eviction) if isinstance(eviction, str) else eviction
         self.eviction = eviction_cls.name
+        self.evict_amount = check_evict_amount(evict_amount)
         self.workers = [
-            _Worker(spec, eviction_cls.create(trie, spec.budget, seed=worker_seed(seed, i)))
+            _Worker(spec, eviction_cls.create(trie, spec.budget, seed=worker_seed(seed, i), evict_amount=evict_amount))
             for i, spec in enumerate(cluster.workers)
         ]
         router_cls = router_class(router) if isinstance(router, str) else router
@@ -404,6 +409,7 @@ class Simulation:
             output_len=np.asarray(self.outputs, dtype=np.int64),
             router_state=self.router.state(),
             engine=self.engine,
+            evict_amount=self.evict_amount,
             **outcome,
         )
 
@@ -418,7 +424,8 @@ def simulate(
     """Simulate ``workload`` on ``cluster`` behind ``router`` with ``eviction`` on every worker.
 
     Options: batch, seed, rate (Poisson; inf = every query at 0), arrivals (explicit times),
-    output_len (override), router_options (dict), oracle (bool), engine ("batch" or "continuous"),
-    chunk_size (the continuous engine's prefill tokens per iteration). See :class:`Simulation`.
+    output_len (override), router_options (dict), oracle (bool), evict_amount (every worker's: shortfall or
+    allocation), engine ("batch" or "continuous"), chunk_size (the continuous engine's prefill tokens per
+    iteration). See :class:`Simulation`.
     """
     return Simulation(workload, cluster, router, eviction, **options).run()
