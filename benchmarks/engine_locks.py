@@ -1,14 +1,14 @@
 """What the continuous engine's way of protecting running requests costs (docs/cluster.md §Engines).
 
-    python benchmarks/engine_locks.py --seeds 15              # Table 1's setting, about 2 minutes on 2 cores
+    python benchmarks/engine_locks.py --seeds 15              # Table 1's setting, ~10 minutes on 2 cores
     python benchmarks/engine_locks.py --seeds 2 --quick       # scaled-down gsp
 
 The engine (kvtheory/cluster/engines.py) keeps running requests' prompts from being evicted by serving
 them in the same batch as any admission that evicts, since the eviction-policy interface protects only
 the paths of the batch being served. That is exact for the radix policies (tests/test_engines.py checks
 L-LRU, token-LRU and FIFO-leaf hit for hit), but it touches the samplers' and LFU's bookkeeping (marks,
-counts). Here each of rlt, lfu and random-leaf also runs as a subclass with a true lock: the running
-requests' paths are skipped by eviction without being served. Both variants run on the same workload,
+counts). Here each of rlt, rlt-authors, lfu and random-leaf also runs as a subclass with a true lock: the
+running requests' paths are skipped by eviction without being served. Both variants run on the same workload,
 arrivals and seeds (paper-size gsp, 4 x Llama-3.1-8B on L40, 12 q/s, output 4, lbgr router); printed:
 per seed and variant the hit rate and p50 latency/TTFT, and per policy the mean paired difference
 (served - locked) with its 95% t-interval.
@@ -64,6 +64,24 @@ class HeldLFU:
         super()._evict(tokens, set(on_paths) | {v for j in self.held for v in self.trie.path(j)})
 
 
+class HeldAuthors:
+    """rlt-authors whose ``evict(k)`` also treats the paths of ``held`` as locked (as their engine's lock_ref)."""
+
+    held: list[int] = []
+
+    def _evict(self, tokens, locked):
+        extra = set()
+        for j in self.held:
+            node = self._descend(self.trie.path(j))[0]
+            while node is not self._root and node not in extra:
+                extra.add(node)
+                node = node.parent
+        return super()._evict(tokens, locked | extra)
+
+
+HELD = {"lfu": HeldLFU, "rlt-authors": HeldAuthors}
+
+
 def serve_with_locks(self, new, matched):
     """ContinuousWorker._serve with a true lock: the admitted requests alone, the running ones held."""
     self.policy.held = self.admitted[: len(self.admitted) - len(new)]
@@ -72,7 +90,7 @@ def serve_with_locks(self, new, matched):
 
 def run(eviction: str, seeds: list[int], params: dict) -> dict:
     base = policy_class(eviction)
-    held = type(f"Held{base.__name__}", (HeldLFU if eviction == "lfu" else HeldSampler, base), {"name": eviction})
+    held = type(f"Held{base.__name__}", (HELD.get(eviction, HeldSampler), base), {"name": eviction})
     cluster = Cluster.from_cost_models([cost_model_by_name("L40", "Llama-3.1-8B")], 4)
     original = ContinuousWorker._serve
     rows = {"served": [], "locked": []}
@@ -97,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=15, help="seeds 0 .. N-1 (default 15)")
     parser.add_argument("--quick", action="store_true", help="gsp 32 x 8 instead of the paper's 128 x 32")
-    parser.add_argument("--eviction", default="rlt,lfu,random-leaf", help="comma-separated policies")
+    parser.add_argument("--eviction", default="rlt,rlt-authors,lfu,random-leaf", help="comma-separated policies")
     args = parser.parse_args(argv)
     params = {"groups": 32, "prompts": 8} if args.quick else {}
     results = [run(e, list(range(args.seeds)), params) for e in args.eviction.split(",")]
