@@ -72,7 +72,6 @@ def test_radix_core_not_used_where_it_does_not_apply():
     assert policy_class("lru").run_compiled(nested.trie, 4, 1) is None
     long_edges = Workload.from_token_lists([[1, 2], [3, 4]])
     assert policy_class("token-lru").run_compiled(long_edges.trie, 4, 1) is None
-    assert policy_class("rlt").run_compiled(nested.trie, 4, 1) is None
     assert policy_class("lfu").run_compiled(nested.trie, 4, 1) is None
 
 

@@ -24,7 +24,6 @@ from numba import njit
 
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import EvictionPolicy
-from kvtheory.policies.compiled.flat import _join_pool, _leave_pool
 
 # indices into the int64 ``counters`` array of a sampler's state
 _SIZE, _POOL, _MARKED, _STEP, _PHASES = 0, 1, 2, 3, 4
@@ -58,6 +57,27 @@ class SamplerState:
             self.parent, self.edge_len, self.ends, self.kept, self.children, self.marked, self.listed,
             self.marked_list, self.pool, self.slot, self.seen, self.scratch, self.counters,
         )  # fmt: skip
+
+
+@njit(cache=True)
+def _join_pool(pool, slot, pool_size, v):
+    """v joins the candidate pool at its end (if not in it)."""
+    if slot[v] < 0:
+        pool[pool_size[0]] = v
+        slot[v] = pool_size[0]
+        pool_size[0] += 1
+
+
+@njit(cache=True)
+def _leave_pool(pool, slot, pool_size, v):
+    """v leaves the pool (if in it): the last candidate takes its slot, as the per-edge class does."""
+    s = slot[v]
+    if s >= 0:
+        pool_size[0] -= 1
+        last = pool[pool_size[0]]
+        pool[s] = last
+        slot[last] = s
+        slot[v] = -1
 
 
 @njit(cache=True)
@@ -187,10 +207,14 @@ def serve_batch(
                     break
                 raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
             m = pool_size[0]
-            smallest = kept[pool[0]]
-            for i in range(1, m):
-                smallest = min(smallest, kept[pool[i]])
-            block = min(tokens, max(2 * m * smallest, min_block))
+            block = tokens
+            if tokens > min_block and tokens > 2 * m:  # else the block is ``tokens`` whatever c is (c >= 1)
+                smallest = kept[pool[0]]
+                for i in range(1, m):
+                    smallest = min(smallest, kept[pool[i]])
+                    if 2 * m * smallest <= min_block:
+                        break
+                block = min(tokens, max(2 * m * smallest, min_block))
             taken, n_touched, emptied = 0, 0, -1
             while taken < block:
                 taken += 1
