@@ -2,11 +2,12 @@
 
 It does what :class:`~kvtheory.policies.edge_cache.LeafTokenSampler` does, step for step and draw for
 draw from the same ``numpy.random.Generator`` (its bit generator's 32-bit output through Lemire's
-rejection, as numpy's ``Generator.integers`` draws below 2**32): the cache is ``kept[v]`` tokens per radix edge v with ``children[v]`` cached children, the candidates
-(cached, childless, unmarked edges) sit in a pool in the per-edge class's order, and evictions are
-blocks of ``rng.integers(0, n, size=...)`` draws over the n candidates, cut just after the first draw that
-empties an edge. Paths are walked through the trie's parent array; all state is int64 / uint8 numpy
-arrays indexed by trie node: O(edges + queries) memory.
+rejection, as numpy's ``Generator.integers`` draws below 2**32): the cache is ``kept[v]`` tokens per
+radix edge v with ``children[v]`` cached children, the candidates (cached, childless, unmarked edges)
+sit in a pool in the per-edge class's order, and evictions are blocks of ``rng.integers(0, n,
+size=...)`` draws over the n candidates, cut just after the first draw that empties an edge. Paths are
+walked through the trie's parent array; all state is int64 / uint8 numpy arrays indexed by trie node:
+O(edges + queries) memory.
 
 One kernel, :func:`serve_batch`, serves one batch; :class:`CompiledLeafSampler` calls it batch by batch
 (the object ``create`` returns, which the cluster simulation's workers use) and :func:`run_sampler`
@@ -201,7 +202,9 @@ def serve_batch(
         freed = 0
         while tokens > 0:
             if pool_size[0] == 0:
-                if marking and _new_phase(step, kept, children, marked, listed, marked_list, pool, slot, seen, counters):
+                if marking and _new_phase(
+                    step, kept, children, marked, listed, marked_list, pool, slot, seen, counters
+                ):
                     continue
                 if freed >= overflow:
                     break
