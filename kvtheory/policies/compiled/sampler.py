@@ -33,7 +33,8 @@ _SIZE, _POOL, _MARKED, _STEP, _PHASES = 0, 1, 2, 3, 4
 class SamplerState:
     """The arrays of one sampler run over ``trie``: the trie (``parent``, ``edge_len``, ``ends``), the cache
     (``kept``, ``children``), marks (``marked``; RLT's list of marked edges ``marked_list``/``listed``),
-    the candidate pool (``pool``, ``slot``), scratch space, and ``counters`` = [cached tokens, pool size,
+    the candidate pool (``pool``, ``slot``), ``seen[v]`` (the last batch whose paths hold v), scratch space
+    (the batch's edges, draws per edge, edges drawn), and ``counters`` = [cached tokens, pool size,
     marked-list length, batches served, phases]."""
 
     def __init__(self, trie: PrefixTrie) -> None:
@@ -323,15 +324,6 @@ class CompiledLeafSampler(EvictionPolicy):
         self._arrays = self._state.arrays()
 
     @property
-    def size(self) -> int:
-        return int(self._state.counters[_SIZE])
-
-    @size.setter
-    def size(self, value: int) -> None:  # EvictionPolicy.__init__ sets 0
-        if value != 0:
-            raise AttributeError("the compiled sampler's size is its own")
-
-    @property
     def phases(self) -> int:
         """RLT's phases so far (as RandomizedLeafToken.phases)."""
         return int(self._state.counters[_PHASES])
@@ -346,6 +338,7 @@ class CompiledLeafSampler(EvictionPolicy):
             )  # fmt: skip
         except RuntimeError as exc:
             raise RuntimeError(str(exc)) from None
+        self.size = int(self._state.counters[_SIZE])
         return hits.tolist()
 
     def cached_prefix(self, j: int) -> int:
