@@ -96,7 +96,7 @@ class LeafTokenSampler(EdgeCache):
         """The compiled core served batch by batch (:class:`~kvtheory.policies.compiled.sampler.CompiledLeafSampler`)
         when the class opted in (``compiled_core`` on the class itself), else the class itself."""
         if not cls.__dict__.get("compiled_core", False):
-            return cls(trie, budget, seed=seed, evict_amount=evict_amount)
+            return super().create(trie, budget, seed=seed, evict_amount=evict_amount)
         from kvtheory.policies.compiled.sampler import CompiledLeafSampler  # numba, imported by the runs that use it
 
         return CompiledLeafSampler(cls, trie, budget, seed=seed, evict_amount=evict_amount, min_block=_MIN_BLOCK)
