@@ -1,4 +1,5 @@
-"""LBGR: learning-based greedy routing (docs/cluster.md §lbgr), and its variant that learns every coefficient."""
+"""lbgr-calibrated: LBGR on the cost model's seconds (docs/cluster.md §lbgr-calibrated), and lbgr-full, which
+learns every coefficient. The authors' own rules are the router ``lbgr`` (routers/lbgr.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from kvtheory.errors import InputError
 
 
 @register_router
-class LBGR(Router):
-    """Route to the worker of least predicted end-to-end latency.
+class LBGRCalibrated(Router):
+    """Route to the worker of least predicted end-to-end latency, predicted with the cluster's cost model.
 
     For worker i and query j the prediction is
 
@@ -33,14 +34,14 @@ class LBGR(Router):
 
     theta_i: recursive least squares with forgetting factor ``forgetting`` (0.992) and P0 = ``p0``
     (1e6) on observed latency minus the linear prediction, learned per worker on each completion
-    (``learn=bias``, the reference system). ``learn=full`` (router ``lbgr-full``) learns the weights of
+    (``learn=bias``, as the reference router does). ``learn=full`` (router ``lbgr-full``) learns the weights of
     all five terms instead, features (a_miss*u, a_cached*c, O, P~, 1) from w0 = (1, 1, 1, 1, 0), with
     the four coefficients kept non-negative, P0 = 1 (features are in seconds, weights dimensionless)
     and the trace of the covariance capped at 5 * P0 against windup in directions the data do not
     excite (c and O are nearly constant on many workloads). ``learn=none`` keeps theta = 0.
     """
 
-    name = "lbgr"
+    name = "lbgr-calibrated"
     OPTIONS = {
         "rho": 31.0 / 32.0,
         "dt": 0.02,
@@ -56,15 +57,15 @@ class LBGR(Router):
         super().__init__(view, seed=seed, options=options)
         o = self.opts
         if not 0 < o["rho"] <= 1:
-            raise InputError(f"lbgr: rho must lie in (0, 1], got {o['rho']}")
+            raise InputError(f"{self.name}: rho must lie in (0, 1], got {o['rho']}")
         if not o["dt"] > 0:
-            raise InputError(f"lbgr: dt must be positive, got {o['dt']}")
+            raise InputError(f"{self.name}: dt must be positive, got {o['dt']}")
         if not 0 < o["forgetting"] <= 1:
-            raise InputError(f"lbgr: forgetting must lie in (0, 1], got {o['forgetting']}")
+            raise InputError(f"{self.name}: forgetting must lie in (0, 1], got {o['forgetting']}")
         if not o["p0"] > 0:
-            raise InputError(f"lbgr: p0 must be positive, got {o['p0']}")
+            raise InputError(f"{self.name}: p0 must be positive, got {o['p0']}")
         if o["learn"] not in ("bias", "full", "none"):
-            raise InputError(f"lbgr: learn={o['learn']!r} is not bias, full or none")
+            raise InputError(f"{self.name}: learn={o['learn']!r} is not bias, full or none")
         limit = int(o["max_tree_tokens"])
         self.trees = ApproxTrees(view.trie, self.m, limit if limit > 0 else None)
         self._log_rho = math.log(o["rho"])
@@ -175,8 +176,8 @@ class LBGR(Router):
 
 
 @register_router
-class LBGRFull(LBGR):
+class LBGRFull(LBGRCalibrated):
     """LBGR learning the hit, miss, output and load coefficients and the bias (``learn=full``)."""
 
     name = "lbgr-full"
-    OPTIONS = {**LBGR.OPTIONS, "learn": "full", "p0": 1.0}
+    OPTIONS = {**LBGRCalibrated.OPTIONS, "learn": "full", "p0": 1.0}
