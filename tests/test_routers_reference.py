@@ -265,3 +265,44 @@ def test_lbgr_follows_the_cache_on_gsp():
     run = simulate(w, cluster, "lbgr", "lru", seed=0)
     spread = simulate(w, cluster, "round-robin", "lru", seed=0)
     assert run.hit_rate > spread.hit_rate
+
+
+# -- benchmarks/table1.py -----------------------------------------------------------------------------
+
+
+def load_table1():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "table1.py"
+    spec = importlib.util.spec_from_file_location("table1", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_table1_script_prints_every_row_with_intervals(capsys):
+    import json
+
+    assert load_table1().main(["--quick", "--seeds", "2"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [(r["router"], r["eviction"]) for r in out["rows"]] == [
+        ("cache-aware", "lru"),
+        ("cache-aware", "rlt"),
+        ("lbgr", "lru"),
+        ("lbgr", "rlt"),
+    ]
+    assert [r["model"] for r in out["ratios"]] == ["Llama-3.1-70B", "Llama-3.1-8B"]
+    for row in out["rows"] + out["ratios"]:
+        for metric in ("latency_p50", "ttft_p50"):
+            low, high = row[metric]["ci95"]
+            assert low <= row[metric]["mean"] <= high and row[metric]["mean"] > 0
+    assert out["rows"][0]["paper"]["latency_p50"] == 26.7
+
+
+def test_table1_script_rejects_bad_input_in_one_line(capsys):
+    table1 = load_table1()
+    assert table1.main(["--quick", "--seeds", "1", "--rlt", "nope"]) == 2
+    assert table1.main(["--quick", "--seeds", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(line.startswith("table1: ") for line in err)
