@@ -123,9 +123,7 @@ def table(seeds, params: dict, lru: str, rlt: str, extra: dict) -> dict:
                 "model": setting[0],
                 "gpu": f"{setting[2]}x{setting[1]}" if setting[2] > 1 else setting[1],
                 "order": order,
-                **{
-                    m: summary([b[m] / o[m] for b, o in zip(base, ours)]) for m in ("latency_p50", "ttft_p50")
-                },
+                **{m: summary([b[m] / o[m] for b, o in zip(base, ours)]) for m in ("latency_p50", "ttft_p50")},
                 "cache_aware": {m: summary([b[m] for b in base]) for m in METRICS},
                 "lbgr": {m: summary([o[m] for o in ours]) for m in METRICS},
                 "paper": PAPER_RATIOS[label],

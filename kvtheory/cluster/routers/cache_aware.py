@@ -74,4 +74,3 @@ class CacheAware(Router):
 
     def state(self) -> dict:
         return {"decisions": dict(self.decisions), "trims": self.trim.trimmed}
-
