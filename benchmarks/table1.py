@@ -7,11 +7,12 @@
 Setting (docs/cluster.md; the paper's Table 1): paper-size gsp (128 groups x 32 prompts, group lengths
 512..8192 cycled, prefix ratio 0.5, system prompt + "\\n\\n" + question, output 4 tokens, Poisson
 arrivals at 12 queries/s, random order), 4 workers running Llama-3.1-8B on L40 (cost model defaults:
-memory fraction 0.9, MFU 0.5). Rows: cache-aware and lbgr (the reference routers, their default options)
-with the LRU-family and the RLT-family eviction (``--lru`` and ``--rlt`` name the policies, default
-``lru`` and ``rlt``). Ratios: cache-aware+LRU over lbgr+RLT, for Llama-3.1-70B on H200 (tensor-parallel
-over 2 GPUs per worker: the bf16 weights, 141.1 GB, do not fit one 141 GB H200) in the random order, and
-for Llama-3.1-8B on L40 in the round-robin order over groups (the paper's worst case).
+memory fraction 0.9, MFU 0.5; ``--mem-fraction`` and ``--mfu`` change them). Rows: cache-aware and lbgr
+(the reference routers, their default options) with the LRU-family and the RLT-family eviction (``--lru``
+and ``--rlt`` name the policies, default ``lru`` and ``rlt``). Ratios: cache-aware+LRU over lbgr+RLT,
+for Llama-3.1-70B on H200 (tensor-parallel over 2 GPUs per worker: the bf16 weights, 141.1 GB, do not
+fit one 141 GB H200) in the random order, and for Llama-3.1-8B on L40 in the round-robin order over
+groups (the paper's worst case).
 
 Each seed draws the workload's tokens, order and arrivals and the randomized eviction; every row runs
 the same seeds. Per row: p50 latency, p50 TTFT (seconds) and hit rate, each as the mean over seeds with
@@ -34,6 +35,7 @@ import inspect
 import json
 import sys
 import time
+from dataclasses import dataclass
 
 from kvtheory.cluster.cluster import Cluster
 from kvtheory.cluster.costmodel import cost_model_by_name
@@ -60,9 +62,25 @@ PAPER_RATIOS = {
 METRICS = ("latency_p50", "ttft_p50", "hit_rate")
 
 
-def cluster_of(setting: tuple[str, str, int]) -> Cluster:
-    model, gpu, tp = setting
-    return Cluster.from_cost_models([cost_model_by_name(gpu, model, tp=tp)], WORKERS)
+@dataclass(frozen=True)
+class Setup:
+    """What every run of the table shares: seeds, gsp parameters, cost model knobs, simulation options."""
+
+    seeds: list[int]
+    params: dict
+    costs: dict
+    extra: dict
+
+    def run(self, router: str, eviction: str, setting: tuple[str, str, int], order: str) -> list[dict]:
+        """One record of METRICS per seed."""
+        model, gpu, tp = setting
+        cluster = Cluster.from_cost_models([cost_model_by_name(gpu, model, tp=tp, **self.costs)], WORKERS)
+        records = []
+        for seed in self.seeds:
+            workload = generate("gsp", {**self.params, "order": order}, seed=seed)
+            result = simulate(workload, cluster, router, eviction, seed=seed, **self.extra).to_dict()
+            records.append({m: result[m] for m in METRICS})
+        return records
 
 
 def pass_through(evict_amount: str | None, engine: str | None) -> dict:
@@ -80,27 +98,16 @@ def pass_through(evict_amount: str | None, engine: str | None) -> dict:
     return options
 
 
-def run(router: str, eviction: str, setting, order: str, seeds, params: dict, extra: dict) -> list[dict]:
-    """One record of METRICS per seed."""
-    cluster = cluster_of(setting)
-    records = []
-    for seed in seeds:
-        workload = generate("gsp", {**params, "order": order}, seed=seed)
-        result = simulate(workload, cluster, router, eviction, seed=seed, **extra).to_dict()
-        records.append({m: result[m] for m in METRICS})
-    return records
-
-
 def summary(values) -> dict:
     s = summarize(values)
     return {"mean": s.mean, "ci95": list(s.ci)}
 
 
-def table(seeds, params: dict, lru: str, rlt: str, extra: dict) -> dict:
+def table(setup: Setup, lru: str, rlt: str) -> dict:
     rows, ratios = [], []
     for (router, family), paper in PAPER_ROWS.items():
         eviction = lru if family == "lru" else rlt
-        records = run(router, eviction, SMALL, "random", seeds, params, extra)
+        records = setup.run(router, eviction, SMALL, "random")
         rows.append(
             {
                 "router": router,
@@ -114,8 +121,8 @@ def table(seeds, params: dict, lru: str, rlt: str, extra: dict) -> dict:
         )
     cases = (("Llama-3.1-70B", LARGE, "random"), ("round-robin order", SMALL, "round-robin"))
     for label, setting, order in cases:
-        base = run("cache-aware", lru, setting, order, seeds, params, extra)
-        ours = run("lbgr", rlt, setting, order, seeds, params, extra)
+        base = setup.run("cache-aware", lru, setting, order)
+        ours = setup.run("lbgr", rlt, setting, order)
         ratios.append(
             {
                 "label": label,
@@ -139,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rlt", default="rlt", help="eviction policy of the RLT rows (default rlt)")
     parser.add_argument("--evict-amount", default=None, help="handed to the simulation as evict_amount=")
     parser.add_argument("--engine", default=None, help="handed to the simulation as engine=")
+    parser.add_argument("--mfu", type=float, default=0.5, help="the cost model's prefill MFU (default 0.5)")
+    parser.add_argument("--mem-fraction", type=float, default=0.9, help="the cost model's memory fraction (0.9)")
     parser.add_argument("--quick", action="store_true", help=f"scaled-down gsp ({QUICK})")
     args = parser.parse_args(argv)
     try:
@@ -150,13 +159,15 @@ def main(argv: list[str] | None = None) -> int:
         params = dict(QUICK) if args.quick else {}
         started = time.perf_counter()
         seeds = list(range(args.seeds))
-        result = table(seeds, params, args.lru, args.rlt, extra)
+        costs = {"mfu": args.mfu, "mem_fraction": args.mem_fraction}
+        result = table(Setup(seeds, params, costs, extra), args.lru, args.rlt)
     except InputError as error:
         print(f"table1: {error}", file=sys.stderr)
         return 2
     setting = {
         "workload": {"name": "gsp", "params": params or "paper defaults (128 x 32, 12 q/s, output 4)"},
         "workers": WORKERS,
+        "cost_model": costs,
         "seeds": seeds,
         "simulation_options": extra,
         "confidence": "mean over seeds, two-sided 95% Student-t interval",

@@ -272,11 +272,13 @@ def test_lbgr_follows_the_cache_on_gsp():
 
 def load_table1():
     import importlib.util
+    import sys
     from pathlib import Path
 
     path = Path(__file__).resolve().parent.parent / "benchmarks" / "table1.py"
-    spec = importlib.util.spec_from_file_location("table1", path)
+    spec = importlib.util.spec_from_file_location("benchmarks_table1", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
@@ -304,5 +306,6 @@ def test_table1_script_rejects_bad_input_in_one_line(capsys):
     table1 = load_table1()
     assert table1.main(["--quick", "--seeds", "1", "--rlt", "nope"]) == 2
     assert table1.main(["--quick", "--seeds", "0"]) == 2
+    assert table1.main(["--quick", "--seeds", "1", "--mfu", "2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 2 and all(line.startswith("table1: ") for line in err)
+    assert len(err) == 3 and all(line.startswith("table1: ") for line in err)
