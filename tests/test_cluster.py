@@ -37,7 +37,16 @@ from kvtheory.model.query import Query
 from kvtheory.policies import ONLINE_POLICIES
 from kvtheory.workloads import generate
 
-PAPER_ROUTERS = ("round-robin", "random", "least-load", "cache-aware", "lbgr", "lbgr-full", "cache-aware-adaptive")
+PAPER_ROUTERS = (
+    "round-robin",
+    "random",
+    "least-load",
+    "cache-aware",
+    "lbgr",
+    "lbgr-calibrated",
+    "lbgr-full",
+    "cache-aware-adaptive",
+)
 LIGHT = settings(max_examples=40, deadline=EXAMPLE_DEADLINE)  # simulations of tiny instances, pure Python
 MIP = settings(max_examples=25, deadline=None)
 
@@ -72,7 +81,7 @@ def test_router_options_are_typed_and_checked():
         simulate(w, l40_like(2), "cache-aware", "lru", router_options={"cache_threshold": "high"})
     with pytest.raises(InputError, match="no oracle"):
         simulate(w, l40_like(2), "round-robin", "lru", oracle=True)
-    run = simulate(w, l40_like(2), "lbgr", "lru", router_options={"rho": "0.5", "learn": "none"})
+    run = simulate(w, l40_like(2), "lbgr-calibrated", "lru", router_options={"rho": "0.5", "learn": "none"})
     assert run.router_state["updates"] == 0
 
 
@@ -85,7 +94,7 @@ def test_routers_do_not_see_true_caches_without_the_oracle_switch():
         view.true_backlog(0, 0.0)
     for name in PAPER_ROUTERS:  # a non-oracle run never asks (it would raise)
         simulate(w, l40_like(3), name, "lru", seed=1)
-    for name in ("least-load", "cache-aware", "lbgr", "cache-aware-adaptive"):
+    for name in ("least-load", "cache-aware", "lbgr", "lbgr-calibrated", "cache-aware-adaptive"):
         simulate(w, l40_like(3), name, "rlt", seed=1, oracle=True)
 
 
@@ -364,17 +373,17 @@ def test_claim_8_bound_is_tight_on_graham_instance():
     assert greedy == pytest.approx(2 * m - 1) and greedy / opt.makespan == pytest.approx(2 - 1 / m)
 
 
-def test_lbgr_degenerates_to_least_load_without_caching_benefit():
+def test_lbgr_calibrated_degenerates_to_least_load_without_caching_benefit():
     w = small_gsp(seed=5)
     cluster = Cluster.uniform(3, 400, a_miss=1e-3, a_cached=1e-3, decode_base=0.01)
     # offline model (every query at 0): no completion is seen while routing, so no learning, no decay
-    lbgr = offline_makespan(w, cluster, "lbgr", "lru")
+    lbgr = offline_makespan(w, cluster, "lbgr-calibrated", "lru")
     least = offline_makespan(w, cluster, "least-load", "lru")
     assert lbgr.worker.tolist() == least.worker.tolist() and lbgr.max_busy == least.max_busy
     # time-based: the same once LBGR's decay and residual are off (rho = 1, learn = none)
     options = {"rho": 1.0, "learn": "none"}
     for rate in (5.0, 50.0):
-        a = simulate(w, cluster, "lbgr", "rlt", seed=1, rate=rate, router_options=options)
+        a = simulate(w, cluster, "lbgr-calibrated", "rlt", seed=1, rate=rate, router_options=options)
         b = simulate(w, cluster, "least-load", "rlt", seed=1, rate=rate)
         assert a.worker.tolist() == b.worker.tolist()
 
@@ -383,10 +392,10 @@ def test_lbgr_degenerates_to_least_load_without_caching_benefit():
 @example([[1, 2]] * 6, 3)  # equal loads at every step: the ties decide every routing
 @example([[1], [2], [3], [4]], 4)
 @LIGHT
-def test_lbgr_degenerates_to_least_load_on_random_instances(tokens, m):
+def test_lbgr_calibrated_degenerates_to_least_load_on_random_instances(tokens, m):
     w = Workload.from_token_lists(tokens)
     cluster = Cluster.uniform(m, 5, a_miss=1.0, a_cached=1.0)
-    a = offline_makespan(w, cluster, "lbgr", "lru")
+    a = offline_makespan(w, cluster, "lbgr-calibrated", "lru")
     b = offline_makespan(w, cluster, "least-load", "lru")
     assert a.worker.tolist() == b.worker.tolist()
 

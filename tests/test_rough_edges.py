@@ -15,7 +15,7 @@ def test_list_parameters_accept_the_form_generate_list_prints(tmp_path, capsys, 
     argv = ["generate", "gsp", "--param", f"lengths={written}", "--param", "groups=2", "--param", "prompts=1"]
     assert main([*argv, "-o", str(path)]) == 0
     lengths = sorted(len(json.loads(line)["tokens"]) for line in path.read_text().splitlines())
-    assert lengths == [16, 32]
+    assert lengths == [16 + 1, 32 + 1]  # each prompt also holds the separator token
     assert main(["generate", "--list"]) == 0
     assert "lengths=[512, 1024, 2048, 4096, 8192]" in capsys.readouterr().out
 

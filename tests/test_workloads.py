@@ -91,18 +91,20 @@ def test_poisson_rate_matches_mean_gap():
 # ---------------------------------------------------------------- gsp
 
 
-def check_gsp_structure(workload, groups, prompts, lengths, ratio):
+def check_gsp_structure(workload, groups, prompts, lengths, ratio, separator=(271,)):
     assert len(workload) == groups * prompts
     members = by_first_token(workload)
     assert len(members) == groups  # distinct first tokens: groups share no token node
     seen_lengths = []
     for indices in members.values():
         assert len(indices) == prompts
-        total = workload[indices[0]].length
-        shared = min(max(round(ratio * total), 1), total - 1)
+        total = workload[indices[0]].length - len(separator)
+        system = min(max(round(ratio * total), 1), total - 1)
+        shared = system + len(separator)  # system prompt, then the separator
         matrix = np.stack([workload[j].tokens for j in indices])  # equal lengths within a group
         assert np.all(matrix[:, :shared] == matrix[0, :shared])
-        assert len(set(matrix[:, shared].tolist())) == prompts  # suffixes diverge at once
+        assert np.all(matrix[:, system:shared] == list(separator))
+        assert len(set(matrix[:, shared].tolist())) == prompts  # questions diverge at once
         seen_lengths.append(total)
     expected = [lengths[g % len(lengths)] for g in range(groups)]
     assert sorted(seen_lengths) == sorted(expected)
@@ -115,6 +117,15 @@ def test_gsp_structure(order):
     check_gsp_structure(workload, 5, 4, [8, 12, 16], 0.4)
 
 
+def test_gsp_separator_is_a_parameter():
+    bare = generate("gsp", {**SMALL["gsp"], "separator": ""}, seed=3)
+    check_gsp_structure(bare, 5, 4, [8, 12, 16], 0.5, separator=())
+    double = generate("gsp", {**SMALL["gsp"], "separator": "7,9"}, seed=3)
+    check_gsp_structure(double, 5, 4, [8, 12, 16], 0.5, separator=(7, 9))
+    with pytest.raises(InputError, match="separator"):
+        generate("gsp", {**SMALL["gsp"], "separator": "5", "vocab": "4"})
+
+
 def test_gsp_orders():
     params = SMALL["gsp"]
     grouped = generate("gsp", {**params, "order": "grouped"}, seed=4)
@@ -123,7 +134,7 @@ def test_gsp_orders():
     heads = lambda w: [int(q.tokens[0]) for q in w]  # noqa: E731
     g, p = 5, 4
     # grouped: query i is prompt i mod P of group i // P, groups in index order (lengths cycle).
-    assert [q.length for q in grouped] == [[8, 12, 16][(i // p) % 3] for i in range(g * p)]
+    assert [q.length for q in grouped] == [[9, 13, 17][(i // p) % 3] for i in range(g * p)]
     assert all(heads(grouped)[i] == heads(grouped)[(i // p) * p] for i in range(g * p))
     # round-robin: query i is prompt i // G of group i mod G.
     assert heads(robin) == [heads(grouped)[(i % g) * p] for i in range(g * p)]
@@ -138,7 +149,7 @@ def test_gsp_orders():
 def test_gsp_paper_size_totals():
     workload = generate("gsp", {}, seed=0)
     assert len(workload) == 128 * 32
-    assert workload.total_tokens == 12_812_288
+    assert workload.total_tokens == 12_812_288 + 128 * 32  # one separator token per prompt
     assert 12.0e6 <= workload.total_tokens <= 13.5e6
     assert {q.output_len for q in workload} == {4}
     members = by_first_token(workload)
@@ -147,9 +158,9 @@ def test_gsp_paper_size_totals():
     for indices in members.values():
         matrix = np.stack([workload[j].tokens for j in indices])
         shared = int(np.flatnonzero(np.any(matrix != matrix[0], axis=0))[0])
-        assert shared == matrix.shape[1] // 2
+        assert shared == (matrix.shape[1] - 1) // 2 + 1  # half the group length, then the separator
         distinct += shared + len(indices) * (matrix.shape[1] - shared)
-    assert distinct == 6_606_336
+    assert distinct == 6_606_336 + 128
 
 
 def test_gsp_rejects_bad_parameters():
@@ -304,9 +315,9 @@ def test_generate_parses_string_parameters():
         },
         seed=1,
     )
-    assert [q.length for q in workload] == [8, 16] * 3
-    assert lcp(workload[0].tokens, workload[2].tokens) == 2
-    assert lcp(workload[1].tokens, workload[3].tokens) == 4
+    assert [q.length for q in workload] == [9, 17] * 3  # + the separator
+    assert lcp(workload[0].tokens, workload[2].tokens) == 2 + 1
+    assert lcp(workload[1].tokens, workload[3].tokens) == 4 + 1
     turns = generate("multiturn", {"conversations": "1", "turns": "3", "user_len": "2", "output_len": "0"}, seed=1)
     assert [q.length for q in turns] == [2, 4, 6]
     with pytest.raises(InputError):

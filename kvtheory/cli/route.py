@@ -27,7 +27,7 @@ def register(commands) -> None:
     parser.add_argument(
         "--router",
         required=True,
-        help="round-robin, random, least-load, cache-aware, lbgr, lbgr-full, cache-aware-adaptive",
+        help="round-robin, random, least-load, cache-aware, lbgr, lbgr-calibrated, lbgr-full, cache-aware-adaptive",
     )
     parser.add_argument("--router-opt", action="append", metavar="KEY=VALUE", help="router option (repeatable)")
     parser.add_argument("--oracle", action="store_true", help="let the router see the workers' true caches and queues")

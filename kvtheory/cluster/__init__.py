@@ -2,7 +2,7 @@
 
 * :mod:`kvtheory.cluster.costmodel`: a_miss, a_cached, decode time and budget B from ``kvtheory/data``.
 * :mod:`kvtheory.cluster.cluster`: workers and the linear service time Cost_ij.
-* :mod:`kvtheory.cluster.routers`: round-robin, random, least-load, cache-aware, lbgr, lbgr-full,
+* :mod:`kvtheory.cluster.routers`: round-robin, random, least-load, cache-aware, lbgr, lbgr-calibrated, lbgr-full,
   cache-aware-adaptive, behind one ``Router`` interface.
 * :mod:`kvtheory.cluster.simulation`: the heapq event loop (``simulate``).
 * :mod:`kvtheory.cluster.engines`: continuous batching on the workers (``simulate(..., engine="continuous")``).

@@ -43,6 +43,7 @@ EXTRA_ROUTERS = (
     ("cache-aware", SGLANG_NOW, "cache-aware (0.3/64/1.5)"),
     ("cache-aware-adaptive", {}, "cache-aware-adaptive"),
     ("lbgr", {"learn": "none"}, "lbgr (no learning)"),
+    ("lbgr-calibrated", {}, "lbgr-calibrated"),
     ("lbgr-full", {}, "lbgr-full"),
 )
 METRICS = ("hit_rate", "latency_p50", "latency_p95", "ttft_p50", "throughput_qps")

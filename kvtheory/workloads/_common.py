@@ -14,6 +14,8 @@ from kvtheory.model.workload import Workload
 
 #: Size of the Llama-3 tokenizer's vocabulary: synthetic token ids are drawn from [0, vocab).
 LLAMA3_VOCAB = 128256
+#: "\n\n" in the Llama-3 tokenizer (one token): the separator of the reference GSP prompts
+LLAMA3_DOUBLE_NEWLINE = 271
 
 ORDERS = ("random", "grouped", "round-robin")
 

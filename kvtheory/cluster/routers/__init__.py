@@ -20,13 +20,15 @@ for _module in pkgutil.iter_modules(__path__):
 
 from kvtheory.cluster.routers.cache_aware import CacheAware  # noqa: E402
 from kvtheory.cluster.routers.cache_aware_adaptive import CacheAwareAdaptive  # noqa: E402
-from kvtheory.cluster.routers.lbgr import LBGR, LBGRFull  # noqa: E402
+from kvtheory.cluster.routers.lbgr import LBGR  # noqa: E402
+from kvtheory.cluster.routers.lbgr_calibrated import LBGRCalibrated, LBGRFull  # noqa: E402
 from kvtheory.cluster.routers.least_load import LeastLoad  # noqa: E402
 from kvtheory.cluster.routers.random_router import RandomRouter  # noqa: E402
 from kvtheory.cluster.routers.round_robin import RoundRobin  # noqa: E402
 
 __all__ = [
     "LBGR",
+    "LBGRCalibrated",
     "LBGRFull",
     "ROUTERS",
     "CacheAware",

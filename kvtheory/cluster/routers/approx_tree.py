@@ -5,16 +5,19 @@ tree is laid over the workload's compressed prefix trie: routing query j to work
 node on j's path as held by i (``owners[v]`` is a bit mask of workers). A trie node is a point where
 two queries of the workload diverge or one ends, so the longest prefix of q_j the router has sent to
 worker i always ends at a node of j's path: ``match_all(j)`` walks j's path once (a step per radix
-edge, never per token) and returns, for every worker, that length.
+edge, never per token) and returns, for every worker, that length. Matching touches nothing.
 
-With ``max_tokens`` each worker's tree is bounded: after an insert, whole least-recently-inserted-or-
-matched leaf edges are dropped until the tree fits (SGLang drops least-recently-used leaves per tenant
-on a timer, character by character; this is the same rule on radix edges, applied at once).
+Every insert stamps the nodes of the inserted path with a clock (re-inserting a path refreshes its
+stamps). :meth:`trim` drops whole least-recently-stamped leaf edges of one worker's tree until it holds
+at most a given number of tokens (SGLang drops least-recently-used leaves per tenant on a timer,
+``evict_tenant_by_size``; this is the same rule on radix edges). With ``max_tokens`` every insert is
+followed by such a trim that spares the path just inserted.
 """
 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Collection
 
 from kvtheory.model.trie import PrefixTrie
 
@@ -26,11 +29,10 @@ class ApproxTrees:
         self.owners = [0] * trie.n_nodes
         self.size = [0] * m
         self.max_tokens = max_tokens
-        if max_tokens is not None:
-            self._stamp = [dict() for _ in range(m)]
-            self._children = [dict() for _ in range(m)]
-            self._heaps: list[list] = [[] for _ in range(m)]
-            self._clock = 0
+        self._stamp: list[dict[int, int]] = [dict() for _ in range(m)]
+        self._children: list[dict[int, int]] = [dict() for _ in range(m)]
+        self._heaps: list[list[tuple[int, int]]] = [[] for _ in range(m)]
+        self._clock = 0
 
     def match_all(self, j: int) -> list[int]:
         """For each worker, the number of leading tokens of q_j its tree holds."""
@@ -57,35 +59,30 @@ class ApproxTrees:
         return matched
 
     def insert(self, i: int, j: int) -> None:
-        """Record that q_j was sent to worker i."""
+        """Record that q_j was sent to worker i (again: its path's stamps are refreshed)."""
         bit = 1 << i
-        owners, edge_len = self.owners, self.trie.edge_len
-        bounded = self.max_tokens is not None
-        if bounded:
-            self._clock += 1
-            stamp, children, heap = self._stamp[i], self._children[i], self._heaps[i]
-            parent = self.trie.parent
+        owners, edge_len, parent = self.owners, self.trie.edge_len, self.trie.parent
+        self._clock += 1
+        stamp, children = self._stamp[i], self._children[i]
         path = self.trie.path(j)
         for v in path:
             if not owners[v] & bit:
                 owners[v] |= bit
                 self.size[i] += edge_len[v]
-                if bounded:
-                    p = parent[v]
-                    children[p] = children.get(p, 0) + 1
-            if bounded:
-                stamp[v] = self._clock
-        if bounded:
-            heapq.heappush(heap, (self._clock, path[-1]))
-            if self.size[i] > self.max_tokens:
-                self._shrink(i, set(path))
+                p = parent[v]
+                children[p] = children.get(p, 0) + 1
+            stamp[v] = self._clock
+        heapq.heappush(self._heaps[i], (self._clock, path[-1]))
+        if self.max_tokens is not None and self.size[i] > self.max_tokens:
+            self.trim(i, self.max_tokens, keep=set(path))
 
-    def _shrink(self, i: int, keep: set[int]) -> None:
+    def trim(self, i: int, limit: int, keep: Collection[int] = ()) -> None:
+        """Drop worker i's least recently stamped leaf edges (never one in ``keep``) until size <= limit."""
         bit = 1 << i
         heap, stamp, children = self._heaps[i], self._stamp[i], self._children[i]
         owners, edge_len, parent = self.owners, self.trie.edge_len, self.trie.parent
         aside = []
-        while self.size[i] > self.max_tokens and heap:
+        while self.size[i] > limit and heap:
             time, v = heapq.heappop(heap)
             if not owners[v] & bit or children.get(v) or stamp.get(v) != time:
                 continue
@@ -101,3 +98,40 @@ class ApproxTrees:
                 heapq.heappush(heap, (stamp[p], p))
         for entry in aside:
             heapq.heappush(heap, entry)
+
+
+def grid_ticks(now: float, interval: float) -> int:
+    """The number of instants k * interval (k >= 1) of a fixed timer grid started at 0 that are <= now.
+
+    A timer that fires at such an instant acts before a router event at the same instant. The 1e-9
+    guards against float division: 0.06 / 0.02 is 2.9999999999999996, and 0.06 s holds the third tick.
+    """
+    return int(now / interval + 1e-9)
+
+
+class PeriodicTrim:
+    """SGLang's eviction thread: every ``interval`` seconds (from 0) each worker's tree is trimmed to
+    ``limit`` tokens (LRU leaf edges first, :meth:`ApproxTrees.trim`).
+
+    The simulation has no timer events, so the router calls :meth:`advance` at each of its events:
+    between two router events the trees do not change, so trimming once for all the instants passed since
+    the last event gives exactly the trees the timer would have left.
+    """
+
+    def __init__(self, trees: ApproxTrees, interval: float, limit: int) -> None:
+        self.trees = trees
+        self.interval = interval
+        self.limit = limit
+        self.fired = 0  # timer instants passed
+        self.trimmed = 0  # trims that removed something
+
+    def advance(self, now: float) -> None:
+        due = grid_ticks(now, self.interval)
+        if due <= self.fired:
+            return
+        self.fired = due
+        trees = self.trees
+        for i in range(trees.m):
+            if trees.size[i] > self.limit:
+                trees.trim(i, self.limit)
+                self.trimmed += 1

@@ -2,25 +2,28 @@
 
 from __future__ import annotations
 
-import math
-
 from kvtheory.cluster.routers import register_router
-from kvtheory.cluster.routers.approx_tree import ApproxTrees
+from kvtheory.cluster.routers.approx_tree import ApproxTrees, PeriodicTrim
 from kvtheory.cluster.routers.base import Router, argmin
+from kvtheory.cluster.routers.characters import CHARS_PER_TOKEN, MAX_TREE_CHARS, TRIM_INTERVAL, check_tree_options
 
 
 @register_router
 class CacheAware(Router):
-    """SGLang's cache-aware routing over the router's own approximate trees.
+    """SGLang's cache-aware routing over the router's approximate trees (one shared tree with a worker
+    set per node, as SGLang keeps it).
 
     Load = queries in flight. If (max_load - min_load) > ``balance_abs`` and max_load >
     ``balance_rel`` * min_load, send to the least-loaded worker. Otherwise, if the best match rate
-    (tokens of q in the best worker's tree / |q|) exceeds ``cache_threshold``, send to that worker
-    (ties: fewer in flight, then lower index); else to the worker with the smallest tree (ties: lower
-    index). The query's tokens then join the chosen worker's tree. Defaults are the paper's baseline
-    (0.5, 32, 1.0001); current SGLang uses 0.3, 64, 1.5. ``balance_abs=inf`` with
-    ``cache_threshold=0`` is pure cache affinity (claim 9). ``max_tree_tokens`` bounds each worker's
-    tree (LRU leaf edges go first); ``oracle=true`` matches against the workers' true caches instead.
+    (characters of q's longest prefix in the tree / characters of q) exceeds ``cache_threshold``, send
+    to a worker holding that prefix (ties: fewer in flight, then lower index); else to the worker whose
+    tree holds the fewest characters (ties: lower index). The query then joins the chosen worker's tree.
+    Characters are ``chars_per_token`` per token (routers/characters.py), so the rate equals the token
+    rate and the smallest tree is the one with the fewest tokens. Every ``trim_interval`` seconds each
+    worker's tree is trimmed to ``max_tree_chars`` characters (LRU leaves first). Defaults are the
+    paper's baseline (0.5, 32, 1.0001; current SGLang: 0.3, 64, 1.5) and SGLang's 2^24 characters
+    every 60 s. ``balance_abs=inf`` with ``cache_threshold=0`` is pure cache affinity (claim 9);
+    ``oracle=true`` matches against the workers' true caches instead.
     """
 
     name = "cache-aware"
@@ -28,14 +31,18 @@ class CacheAware(Router):
         "cache_threshold": 0.5,
         "balance_abs": 32.0,
         "balance_rel": 1.0001,
-        "max_tree_tokens": 0,
+        "chars_per_token": CHARS_PER_TOKEN,
+        "max_tree_chars": MAX_TREE_CHARS,
+        "trim_interval": TRIM_INTERVAL,
         "oracle": False,
     }
 
     def __init__(self, view, *, seed=None, options=None) -> None:
         super().__init__(view, seed=seed, options=options)
-        limit = int(self.opts["max_tree_tokens"])
-        self.trees = ApproxTrees(view.trie, self.m, limit if limit > 0 else None)
+        o = self.opts
+        limit = check_tree_options(self.name, o["chars_per_token"], o["max_tree_chars"], o["trim_interval"])
+        self.trees = ApproxTrees(view.trie, self.m)
+        self.trim = PeriodicTrim(self.trees, float(o["trim_interval"]), limit)
         self.decisions = {"balance": 0, "match": 0, "smallest_tree": 0}
 
     def balance_abs(self) -> float:
@@ -47,6 +54,7 @@ class CacheAware(Router):
         return self.trees.match_all(j)
 
     def choose(self, j: int, now: float) -> int:
+        self.trim.advance(now)
         load = self.in_flight
         high, low = max(load), min(load)
         if high - low > self.balance_abs() and high > self.opts["balance_rel"] * low:
@@ -65,7 +73,4 @@ class CacheAware(Router):
         self.trees.insert(i, j)
 
     def state(self) -> dict:
-        return {"decisions": dict(self.decisions)}
-
-
-INF = math.inf
+        return {"decisions": dict(self.decisions), "trims": self.trim.trimmed}

@@ -1,182 +1,142 @@
-"""LBGR: learning-based greedy routing (docs/cluster.md §lbgr), and its variant that learns every coefficient."""
+"""lbgr: learning-based greedy routing with the rules of the authors' router (docs/cluster.md §lbgr)."""
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from kvtheory.cluster.routers import register_router
-from kvtheory.cluster.routers.approx_tree import ApproxTrees
-from kvtheory.cluster.routers.base import Router, argmin
+from kvtheory.cluster.routers.approx_tree import ApproxTrees, PeriodicTrim, grid_ticks
+from kvtheory.cluster.routers.base import Router
+from kvtheory.cluster.routers.characters import CHARS_PER_TOKEN, MAX_TREE_CHARS, TRIM_INTERVAL, check_tree_options
 from kvtheory.errors import InputError
+
+#: the load estimate is multiplied by DECAY_NUM / DECAY_DEN (integer division) every DECAY_INTERVAL s
+DECAY_NUM, DECAY_DEN, DECAY_INTERVAL = 31, 32, 0.02
+#: ms per uncached character; the floor of the base cost and of the score; the incumbent's margin;
+#: the floor of the residual's target (all in ms)
+MS_PER_CHAR = FLOOR_MS = MARGIN_MS = TARGET_FLOOR_MS = 1.0
+
+
+def round_half_up(x: float) -> int:
+    """x rounded to the nearest integer, halves away from zero (Rust's ``f64::round``), for x >= 0."""
+    return math.floor(x + 0.5)
 
 
 @register_router
 class LBGR(Router):
-    """Route to the worker of least predicted end-to-end latency.
+    """The authors' LBGR (sgl-router, policy ``eta_online_3d``), every time in milliseconds.
 
-    For worker i and query j the prediction is
+    For query j (C_j = ``chars_per_token`` * |q_j| characters) and worker i, with c_ij the characters
+    of q_j's longest prefix in the router's tree of worker i and u_ij = C_j - c_ij:
 
-        a_miss_i * u_ij + a_cached_i * c_ij + O_ij + P~_i + theta_i,
+    * base_ij = max(1 ms * u_ij, 1 ms); cached characters cost nothing; no output term;
+    * P~_i, an integer: + round(base) when a query is routed to i; P~_i <- floor(P~_i * 31 / 32) at
+      every multiple of 20 ms of the clock (a fixed timer grid); when a query finishes,
+      - round(round(base) * (31/32)^floor(elapsed / 20 ms)), elapsed since its routing, floored at 0;
+      never reset;
+    * score_ij = max(base_ij + P~_i + theta_i, 1 ms); the workers are scanned in order and one
+      replaces the incumbent only if its score + 1 ms < the incumbent's;
+    * theta_i: recursive least squares on a bias alone (forgetting ``forgetting``, P0 = ``p0``),
+      at each completion on i with target y = max(e2e_ms - (base + P~_i at routing), 1.0), e2e_ms the
+      query's latency; ``learn=none`` keeps theta = 0;
+    * the tree: the query's path is inserted at routing and again at completion (refreshing its
+      recency); every ``trim_interval`` s each worker's tree is trimmed to ``max_tree_chars``
+      characters, least recently inserted leaves first.
 
-    where c_ij is the part of q_j the router's approximate tree of worker i holds (the true cache
-    with ``oracle=true``), u_ij = |q_j| - c_ij, O_ij the output time from the worker's cost model (the
-    same for every worker of a homogeneous cluster), P~_i the estimated outstanding work and theta_i a
-    learned residual. Ties go to the lowest index.
-
-    P~_i: the chosen worker's estimate grows by the query's predicted cost a_miss*u + a_cached*c + O;
-    every estimate decays by ``rho`` at each multiple of ``dt`` seconds (reference: 31/32 every 20 ms);
-    when a query finishes, its remaining share (its predicted cost times rho^(ticks since dispatch)) is
-    subtracted (and the estimate is exactly 0 once nothing is in flight). ``rho=1`` keeps the sum of
-    the predicted costs of the queries in flight (least-load's ``work``).
-
-    theta_i: recursive least squares with forgetting factor ``forgetting`` (0.992) and P0 = ``p0``
-    (1e6) on observed latency minus the linear prediction, learned per worker on each completion
-    (``learn=bias``, the reference system). ``learn=full`` (router ``lbgr-full``) learns the weights of
-    all five terms instead, features (a_miss*u, a_cached*c, O, P~, 1) from w0 = (1, 1, 1, 1, 0), with
-    the four coefficients kept non-negative, P0 = 1 (features are in seconds, weights dimensionless)
-    and the trace of the covariance capped at 5 * P0 against windup in directions the data do not
-    excite (c and O are nearly constant on many workloads). ``learn=none`` keeps theta = 0.
+    ``oracle=true`` takes c_ij from worker i's true cache instead of the router's tree.
     """
 
     name = "lbgr"
     OPTIONS = {
-        "rho": 31.0 / 32.0,
-        "dt": 0.02,
+        "chars_per_token": CHARS_PER_TOKEN,
         "forgetting": 0.992,
         "p0": 1e6,
         "learn": "bias",
-        "max_tree_tokens": 0,
-        "reset_idle": False,
+        "max_tree_chars": MAX_TREE_CHARS,
+        "trim_interval": TRIM_INTERVAL,
         "oracle": False,
     }
 
     def __init__(self, view, *, seed=None, options=None) -> None:
         super().__init__(view, seed=seed, options=options)
         o = self.opts
-        if not 0 < o["rho"] <= 1:
-            raise InputError(f"lbgr: rho must lie in (0, 1], got {o['rho']}")
-        if not o["dt"] > 0:
-            raise InputError(f"lbgr: dt must be positive, got {o['dt']}")
         if not 0 < o["forgetting"] <= 1:
             raise InputError(f"lbgr: forgetting must lie in (0, 1], got {o['forgetting']}")
         if not o["p0"] > 0:
             raise InputError(f"lbgr: p0 must be positive, got {o['p0']}")
-        if o["learn"] not in ("bias", "full", "none"):
-            raise InputError(f"lbgr: learn={o['learn']!r} is not bias, full or none")
-        limit = int(o["max_tree_tokens"])
-        self.trees = ApproxTrees(view.trie, self.m, limit if limit > 0 else None)
-        self._log_rho = math.log(o["rho"])
-        self._load = [0.0] * self.m
-        self._tick = [0] * self.m
-        self._pending: dict[int, tuple[float, int, np.ndarray | None]] = {}
-        full = o["learn"] == "full"
-        dim = 5 if full else 1
-        self._w = [np.array([1.0, 1.0, 1.0, 1.0, 0.0]) if full else np.zeros(1) for _ in range(self.m)]
-        self._P = [np.eye(dim) * o["p0"] for _ in range(self.m)]
+        if o["learn"] not in ("bias", "none"):
+            raise InputError(f"lbgr: learn={o['learn']!r} is not bias or none")
+        limit = check_tree_options(self.name, o["chars_per_token"], o["max_tree_chars"], o["trim_interval"])
+        self.chars_per_token = float(o["chars_per_token"])
+        self.trees = ApproxTrees(view.trie, self.m)
+        self.trim = PeriodicTrim(self.trees, float(o["trim_interval"]), limit)
+        self.load = [0] * self.m
+        self.theta = [0.0] * self.m
+        self._p = [float(o["p0"])] * self.m
+        self._decays = 0  # timer instants applied to the loads
+        self._pending: dict[int, tuple[int, float, float, int]] = {}  # j -> (increment, routed at, base, load)
+        self._chosen: tuple[float, int] | None = None
         self._updates = 0
-        self._last = None
 
-    # -- the load estimate --------------------------------------------------------------------------
-    def _ticks(self, now: float) -> int:
-        return math.floor(now / self.opts["dt"] + 1e-9)
-
-    def _decayed(self, i: int, now: float) -> float:
-        n = self._ticks(now) - self._tick[i]
-        if n > 0:
-            self._load[i] *= math.exp(self._log_rho * n)
-            self._tick[i] += n
-        return self._load[i]
-
-    def loads(self, now: float) -> list[float]:
-        if self.opts["oracle"]:
-            return [self.view.true_backlog(i, now) for i in range(self.m)]
-        return [self._decayed(i, now) for i in range(self.m)]
+    # -- timers -------------------------------------------------------------------------------------
+    def advance(self, now: float) -> None:
+        """Apply the decay instants and tree trims due by ``now`` (timers fire before router events)."""
+        due = grid_ticks(now, DECAY_INTERVAL)
+        load = self.load
+        while self._decays < due and any(load):
+            for i in range(self.m):
+                load[i] = load[i] * DECAY_NUM // DECAY_DEN
+            self._decays += 1
+        self._decays = max(self._decays, due)
+        self.trim.advance(now)
 
     # -- routing ------------------------------------------------------------------------------------
-    def choose(self, j: int, now: float) -> int:
-        view = self.view
+    def cached_chars(self, j: int) -> list[float]:
         if self.opts["oracle"]:
-            cached = [view.true_cached(i, j) for i in range(self.m)]
+            cached = [self.view.true_cached(i, j) for i in range(self.m)]
         else:
             cached = self.trees.match_all(j)
-        loads = self.loads(now)
-        length, output = view.lengths[j], view.outputs[j]
-        features, predictions, costs = [], [], []
-        full = self.opts["learn"] == "full"
-        for i in range(self.m):
-            w = view.cluster[i]
-            miss = w.a_miss * (length - cached[i])
-            hit = w.a_cached * cached[i]
-            out = w.output_time(length, output)
-            costs.append(miss + hit + out)
-            if full:
-                x = np.array([miss, hit, out, loads[i], 1.0])
-                features.append(x)
-                predictions.append(float(self._w[i] @ x))
-            else:
-                features.append(miss + hit + out + loads[i])
-                predictions.append(miss + hit + out + loads[i] + float(self._w[i][0]))
-        i = argmin(predictions)
-        self._last = (j, costs[i], features[i] if full else features[i])
-        return i
+        return [self.chars_per_token * c for c in cached]
+
+    def choose(self, j: int, now: float) -> int:
+        self.advance(now)
+        total = self.chars_per_token * self.view.lengths[j]
+        best = best_score = None
+        for i, cached in enumerate(self.cached_chars(j)):
+            base = max(MS_PER_CHAR * (total - cached), FLOOR_MS)
+            score = max(base + self.load[i] + self.theta[i], FLOOR_MS)
+            if best is None or score + MARGIN_MS < best_score:
+                best, best_score, best_base = i, score, base
+        self._chosen = (best_base, self.load[best])
+        return best
 
     def routed(self, j: int, i: int, now: float) -> None:
-        _, cost, feature = self._last
-        self._decayed(i, now)
-        self._load[i] += cost
-        self._pending[j] = (cost, self._tick[i], feature)
+        base, load = self._chosen
+        increment = round_half_up(base)
+        self.load[i] += increment
+        self._pending[j] = (increment, now, base, load)
         self.trees.insert(i, j)
 
     def finished(self, j: int, i: int, now: float, latency: float, ttft: float) -> None:
-        cost, tick, feature = self._pending.pop(j)
-        self._decayed(i, now)
-        if self.in_flight[i] == 0:
-            self._load[i] = 0.0
-            if self.opts["reset_idle"]:
-                self._w[i][-1] = 0.0
-                self._P[i] = np.eye(self._P[i].shape[0]) * self.opts["p0"]
-                return
-        else:
-            share = cost * math.exp(self._log_rho * (self._tick[i] - tick))
-            self._load[i] = max(self._load[i] - share, 0.0)
-        learn = self.opts["learn"]
-        if learn == "none":
-            return
-        lam, w, P = self.opts["forgetting"], self._w[i], self._P[i]
-        if learn == "bias":
-            x = np.ones(1)
-            error = (latency - feature) - float(w[0])
-        else:
-            x = feature
-            error = latency - float(w @ x)
-        px = P @ x
-        denominator = lam + float(x @ px)
-        if not math.isfinite(denominator) or denominator <= 0 or not math.isfinite(error):
-            return
-        gain = px / denominator
-        w += gain * error
-        P -= np.outer(gain, px)
-        P /= lam
-        if learn == "full":
-            np.maximum(w[:4], 0.0, out=w[:4])
-            # Directions the data do not excite would otherwise grow by 1/lambda per update (windup).
-            cap = self.opts["p0"] * P.shape[0]
-            trace = float(np.trace(P))
-            if trace > cap:
-                P *= cap / trace
-        self._updates += 1
+        self.advance(now)
+        increment, routed_at, base, load = self._pending.pop(j)
+        ticks = grid_ticks(now - routed_at, DECAY_INTERVAL)
+        remaining = round_half_up(increment * (DECAY_NUM / DECAY_DEN) ** ticks)
+        self.load[i] = max(self.load[i] - remaining, 0)
+        if self.opts["learn"] == "bias":
+            target = max(1000.0 * float(latency) - (base + load), TARGET_FLOOR_MS)
+            lam, p = self.opts["forgetting"], self._p[i]
+            gain = p / (lam + p)
+            self.theta[i] += gain * (target - self.theta[i])
+            self._p[i] = (p - gain * p) / lam
+            self._updates += 1
+        self.trees.insert(i, j)
 
     def state(self) -> dict:
-        if self.opts["learn"] == "full":
-            return {"weights": [w.round(6).tolist() for w in self._w], "updates": self._updates}
-        return {"theta": [round(float(w[0]), 6) for w in self._w], "updates": self._updates}
-
-
-@register_router
-class LBGRFull(LBGR):
-    """LBGR learning the hit, miss, output and load coefficients and the bias (``learn=full``)."""
-
-    name = "lbgr-full"
-    OPTIONS = {**LBGR.OPTIONS, "learn": "full", "p0": 1.0}
+        return {
+            "theta_ms": [round(t, 6) for t in self.theta],
+            "load_ms": list(self.load),
+            "updates": self._updates,
+            "tree_chars": [self.chars_per_token * s for s in self.trees.size],
+            "trims": self.trim.trimmed,
+        }
