@@ -73,7 +73,7 @@ def test_at_low_load_continuous_batching_equals_batch_one_exactly(name, policy):
         batch = simulate(w, cluster, router, policy, seed=2)
         continuous = simulate(w, cluster, router, policy, seed=2, engine="continuous")
         _same_clocks(batch, continuous)
-        assert batch.hit_rate < 1.0 and continuous.engine_state["max_running"] == [1] * workers
+        assert batch.hit_rate < 1.0 and max(continuous.engine_state["max_running"]) == 1  # one at a time
 
 
 @pytest.mark.parametrize("policy", ["lru", "rlt"])
