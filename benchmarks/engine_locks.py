@@ -37,13 +37,13 @@ class HeldSampler:
     held: list[int] = []
     _held_nodes: frozenset[int] | set[int] = frozenset()
 
-    def _evict(self, tokens, on_paths):
+    def _evict(self, tokens, overflow, on_paths):
         nodes = {v for j in self.held for v in self.trie.path(j)} - set(on_paths)
         self._held_nodes = nodes
         for v in nodes:
             self._leave_pool(v)
         try:
-            super()._evict(tokens, on_paths)
+            super()._evict(tokens, overflow, on_paths)
         finally:
             self._held_nodes = frozenset()
             for v in sorted(nodes):  # back to the candidates if they are unmarked cached leaves

@@ -293,3 +293,35 @@ def test_decode_iteration_seconds_is_the_sum_of_per_iteration_roofline_maxima():
         n, c, k = int(rng.integers(1, 40)), int(rng.integers(0, 500)), int(rng.integers(0, 50))
         brute = sum(max(n * comp, base + per * (c + n * s)) for s in range(k))
         assert decode_iteration_seconds(base, per, comp, n, c, k) == pytest.approx(brute, rel=1e-12, abs=1e-12)
+
+
+def _load_benchmark(name: str):
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_lock_benchmark_runs_every_policy_both_ways(capsys):
+    """benchmarks/engine_locks.py (docs/cluster.md §Engines), scaled down: its true-lock subclasses still fit
+    the policies they extend (a changed private signature would break them)."""
+    policies = "rlt,rlt-authors,lfu,random-leaf"
+    assert _load_benchmark("engine_locks").main(["--quick", "--seeds", "2", "--eviction", policies]) == 0
+    out = orjson.loads(capsys.readouterr().out)
+    assert [r["eviction"] for r in out["results"]] == policies.split(",")
+    for result in out["results"]:
+        assert len(result["runs"]["served"]) == len(result["runs"]["locked"]) == 2
+        low, high = result["served_minus_locked"]["hit_rate"]["ci95"]
+        assert low <= result["served_minus_locked"]["hit_rate"]["mean_difference"] <= high
+
+
+def test_the_table1_script_hands_the_engine_to_the_simulation(capsys):
+    assert _load_benchmark("table1").main(["--quick", "--seeds", "1", "--engine", "continuous"]) == 0
+    out = orjson.loads(capsys.readouterr().out)
+    assert out["simulation_options"] == {"engine": "continuous"} and len(out["rows"]) == 4
