@@ -17,7 +17,7 @@ PolicyFactory = type[EvictionPolicy] | Callable[[PrefixTrie, int], EvictionPolic
 
 def _construct(factory: PolicyFactory, trie: PrefixTrie, budget: int, policy_seed: int | None) -> EvictionPolicy:
     if inspect.isclass(factory):
-        return factory(trie, budget, seed=policy_seed)
+        return factory.create(trie, budget, seed=policy_seed)
     return factory(trie, budget)
 
 
@@ -34,7 +34,8 @@ def adaptive_sequence(
     """Build, online, the sequence on which ``policy_factory``'s policy misses every request.
 
     ``policy_factory`` is any :class:`EvictionPolicy` subclass (one of kvtheory's or a user's own),
-    constructed as ``cls(trie, B, seed=policy_seed)``, or any callable ``f(trie, B) -> EvictionPolicy``.
+    constructed as ``cls.create(trie, B, seed=policy_seed)`` (its fastest exact implementation), or any
+    callable ``f(trie, B) -> EvictionPolicy``.
     The trie is built up front over the k + 1 candidate queries of a star (shared prefix of L - 1
     tokens, k + 1 one-token leaves; B = k + L - 1, or k = B - L + 1 when B is given). At each step the
     adversary asks the policy object which candidates it holds (``cached_prefix(j) == L``), requests

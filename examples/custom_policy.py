@@ -28,10 +28,8 @@ class MostRecentLeaf(kv.EvictionPolicy):
 
     name = "mru-leaf"
 
-    def __init__(
-        self, trie: kv.PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> None:
-        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
+    def __init__(self, trie: kv.PrefixTrie, budget: int, *, seed: int | None = None) -> None:
+        super().__init__(trie, budget, seed=seed)
         self._kept: dict[int, int] = {}  # edge -> tokens cached, counted from its head
         self._used: dict[int, int] = {}  # edge -> the last step whose batch contained it
         self._step = 0

@@ -170,6 +170,13 @@ def test_adaptive_sequence_takes_a_users_policy_class_and_factories():
     assert via_factory.token_lists() == generate("cyclic", {"k": k, "L": L, "n": n}).token_lists()
 
 
+def test_a_users_policy_without_an_eviction_amount_runs_and_refuses_allocation():
+    w = adaptive_sequence(MostRecentLeaf, k=3, L=2, n=50)
+    assert run_policy(w, 4, MostRecentLeaf, evict_amount="shortfall").misses == 1 + 50
+    with pytest.raises(ValueError, match="does not take an eviction amount"):
+        run_policy(w, 4, MostRecentLeaf, evict_amount="allocation")
+
+
 def test_adaptive_against_a_seeded_randomized_policy_replays_that_seed():
     k, L, n = 4, 3, 600
     w = generate("adaptive", {"policy": "rlt", "k": k, "L": L, "n": n, "policy_seed": 7})

@@ -1,8 +1,11 @@
 """Reading and writing JSON Lines workloads, and the one-line errors for malformed files."""
 
+import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
-from kvtheory import InputError, Query, Workload, read_workload, write_workload
+from kvtheory import InputError, PrefixTrie, Query, Workload, read_workload, write_workload
 
 
 def _write(tmp_path, text, name="w.jsonl"):
@@ -65,3 +68,37 @@ def test_fast_and_checked_parsing_agree(tmp_path):
     workload = read_workload(_write(tmp_path, "\n".join(lines)))
     assert [q.tokens.tolist() for q in workload] == [[3, 1, 2], [4, 5], [-3, 4]]
     assert [q.arrival for q in workload] == [1.5, 2.0, None]
+
+
+@given(
+    st.lists(
+        st.one_of(st.just(None), st.lists(st.integers(0, 10**18 - 1), min_size=1, max_size=4)), min_size=1, max_size=30
+    )
+)
+@settings(max_examples=60, deadline=None)
+@example([[0], None, [0], [7, 7], None])
+@example([[5]])
+def test_plain_files_read_in_bulk_equal_the_line_by_line_reading(tmp_path_factory, rows):
+    """The bulk reader (columns, no object per line) gives the same queries, line numbers and trie as
+    parsing each line on its own and building the trie from the token lists."""
+    if all(row is None for row in rows):
+        rows = [*rows, [1]]
+    text = "".join("\n" if row is None else '{"tokens":[' + ",".join(map(str, row)) + "]}\n" for row in rows)
+    path = tmp_path_factory.mktemp("plain") / "w.jsonl"
+    path.write_text(text)
+    workload = read_workload(path)
+    expected = [(number, row) for number, row in enumerate(rows, start=1) if row is not None]
+    assert [q.tokens.tolist() for q in workload] == [row for _, row in expected]
+    assert [workload.where(j) for j in range(len(workload))] == [f"{path}:{number}" for number, _ in expected]
+    assert workload.lengths.tolist() == [len(row) for _, row in expected]
+    reference = PrefixTrie.__new__(PrefixTrie)  # the general construction, even for one-token rows
+    reference._build_sorted([np.array(row, dtype=np.int64) for _, row in expected])
+    assert (workload.trie.parent, workload.trie.depth, workload.trie.end) == (
+        reference.parent,
+        reference.depth,
+        reference.end,
+    )
+    assert (workload.trie.tin, workload.trie.tout) == (reference.tin, reference.tout)
+    if len(workload) > 1:
+        tail = workload[1:]
+        assert [q.tokens.tolist() for q in tail] == [row for _, row in expected[1:]]

@@ -62,6 +62,18 @@ class PrefixTrie:
         self._build(order, [int(a.size) for a in arrays], lcps)
 
     @classmethod
+    def of_one_token_queries(cls, tokens: np.ndarray) -> PrefixTrie:
+        """The trie of the one-token sequences (t_1), ..., (t_n), straight from the int64 array of the t_j:
+        the same trie as ``PrefixTrie([[t] for t in tokens])``, without a Python object per sequence.
+
+        >>> PrefixTrie.of_one_token_queries(np.array([7, 3, 7])).end
+        [2, 1, 2]
+        """
+        trie = cls.__new__(cls)
+        trie._one_token_sequences(np.asarray(tokens, dtype=np.int64))
+        return trie
+
+    @classmethod
     def from_blocks(cls, block_ids: Sequence[Sequence[int]], lengths: Sequence[int], block_size: int) -> PrefixTrie:
         """The trie of block sequences, without expanding them to tokens (docs/formats.md §Mooncake traces).
 
@@ -142,7 +154,10 @@ class PrefixTrie:
         self.children = [list(range(1, leaves + 1))] + [[] for _ in range(leaves)]
         self.end = (inverse.reshape(-1) + 1).tolist()
         self._paths = {}
-        self._euler()
+        # _euler's preorder, computed at once: the root, then its children from the last to the first
+        leaf_tin = leaves + 1 - np.arange(1, leaves + 1)
+        self.tin = [0, *leaf_tin.tolist()]
+        self.tout = [leaves + 1, *(leaf_tin + 1).tolist()]
 
     def _euler(self) -> None:
         tin = [0] * len(self.parent)

@@ -31,6 +31,59 @@ MAX_ARRIVAL = 1e12
 MAX_OUTPUT_LEN = 2**40
 
 
+class QueryColumns(Sequence):
+    """Queries held as columns: query j is ``tokens[offsets[j]:offsets[j + 1]]`` of one int64 array, with
+    ``arrival[j]`` and ``output_len[j]`` when those columns are given. A :class:`Query` is made only when
+    one is asked for, so a million-request trace costs a few arrays, not a million objects.
+
+    >>> columns = QueryColumns(np.array([5, 6, 5]), np.array([0, 2, 3]))
+    >>> len(columns), columns[1].tokens.tolist()
+    (2, [5])
+    """
+
+    def __init__(
+        self,
+        tokens: np.ndarray,
+        offsets: np.ndarray,
+        arrival: np.ndarray | None = None,
+        output_len: np.ndarray | None = None,
+    ) -> None:
+        self.tokens = np.asarray(tokens, dtype=np.int64)
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self.arrival = arrival
+        self.output_len = output_len
+
+    def __len__(self) -> int:
+        return self.offsets.size - 1
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1:
+                return tuple(self[j] for j in range(start, stop, step))
+            first, last = int(self.offsets[start]), int(self.offsets[max(start, stop)])
+            return QueryColumns(
+                self.tokens[first:last],
+                self.offsets[start : max(start, stop) + 1] - first,
+                None if self.arrival is None else self.arrival[start:stop],
+                None if self.output_len is None else self.output_len[start:stop],
+            )
+        j = range(len(self))[index]
+        arrival = None if self.arrival is None else float(self.arrival[j])
+        output_len = None if self.output_len is None else int(self.output_len[j])
+        return Query(self.tokens[self.offsets[j] : self.offsets[j + 1]], arrival, output_len)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    def __hash__(self) -> int:
+        return hash((self.tokens.tobytes(), self.offsets.tobytes()))
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+
 @dataclass(frozen=True)
 class Workload(Sequence):
     """An ordered, non-empty sequence of queries q_1..q_n.
@@ -40,7 +93,7 @@ class Workload(Sequence):
     (2, 4, 2)
     """
 
-    queries: tuple[Query, ...]
+    queries: tuple[Query, ...] | QueryColumns
     source: str | None = None
     lines: tuple[int, ...] | None = None
 
@@ -57,7 +110,13 @@ class Workload(Sequence):
     @cached_property
     def trie(self) -> PrefixTrie:
         """The compressed prefix trie of all queries (sequence j of the trie is query j); built from the blocks,
-        never the tokens, when every query is a :class:`BlockQuery` of one block size."""
+        never the tokens, when every query is a :class:`BlockQuery` of one block size, and straight from the
+        token column when the queries are :class:`QueryColumns` of one token each."""
+        if isinstance(self.queries, QueryColumns):
+            columns = self.queries
+            if columns.tokens.size == len(columns):
+                return PrefixTrie.of_one_token_queries(columns.tokens)
+            return PrefixTrie(np.split(columns.tokens, columns.offsets[1:-1]))
         sizes = {q.block_size if isinstance(q, BlockQuery) else None for q in self.queries}
         if len(sizes) == 1 and None not in sizes:
             block_size = sizes.pop()
@@ -90,6 +149,8 @@ class Workload(Sequence):
     @cached_property
     def lengths(self) -> np.ndarray:
         """|q_j| for every query, an int64 array."""
+        if isinstance(self.queries, QueryColumns):
+            return self.queries.lengths
         return np.fromiter((q.tokens.size for q in self.queries), dtype=np.int64, count=len(self.queries))
 
     @property
@@ -136,29 +197,41 @@ _PLAIN_NUMBER = rb"(?:0|[1-9][0-9]{0,17})"
 _PLAIN_FILE = re.compile(rb'(?:\{"tokens":\[' + _PLAIN_NUMBER + rb"(?:," + _PLAIN_NUMBER + rb")*\]\}|\n)*")
 
 
+def _all_plain(data: bytes, chunk: int = 1 << 16) -> bool:
+    """Whether ``data`` is plain records and blank lines only, checked in pieces of about ``chunk`` bytes cut
+    at line ends (one match over the whole file would grow the regex engine's stack with every line)."""
+    start = 0
+    while start < len(data):
+        stop = data.find(b"\n", start + chunk)
+        stop = len(data) if stop < 0 else stop + 1
+        if not _PLAIN_FILE.fullmatch(data, start, stop):
+            return False
+        start = stop
+    return True
+
+
 def _read_plain(data: bytes, path: Path) -> Workload | None:
     """Read a file of plain records in bulk (one numpy parse of all tokens), or None if it has any other
     line: that file takes the line-by-line checked path. Every plain record is valid, so this accepts
     exactly what the checked path accepts on such files, with the same queries."""
-    if not _PLAIN_FILE.fullmatch(data):
+    if not _all_plain(data):
         return None
-    lines = data.split(b"\n")
-    numbers = [number for number, line in enumerate(lines, start=1) if line]
-    if not numbers:
+    cleaned = data.translate(None, b'{}"tokens:[]')  # digits, commas and newlines are left
+    raw = np.frombuffer(cleaned, dtype=np.uint8)
+    newlines = np.flatnonzero(raw == ord("\n"))
+    starts = np.concatenate(([0], newlines + 1))
+    ends = np.concatenate((newlines, [raw.size]))
+    filled = ends > starts
+    if not filled.any():
         return None
-    head = len(b'{"tokens":[')
-    body = b",".join(lines[number - 1][head:-2] for number in numbers)
-    tokens = np.fromstring(body, dtype=np.int64, sep=",")
-    lengths = np.fromiter((lines[number - 1].count(b",") + 1 for number in numbers), dtype=np.int64)
+    commas_per_line = np.bincount(np.searchsorted(newlines, np.flatnonzero(raw == ord(","))), minlength=starts.size)
+    lengths = commas_per_line[filled] + 1
+    tokens = np.fromstring(cleaned.replace(b",", b" "), dtype=np.int64, sep=" ")
     if int(lengths.sum()) != tokens.size:
         return None
-    if np.all(lengths == lengths[0]):  # rows of one 2-D array: views without a Python loop over slices
-        arrays = list(tokens.reshape(-1, int(lengths[0])))
-    else:
-        stops = np.cumsum(lengths).tolist()
-        arrays = [tokens[start:stop] for start, stop in zip([0, *stops[:-1]], stops)]
-    queries = tuple(map(Query, arrays))
-    return Workload(queries, str(path), tuple(numbers))
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    numbers = (np.flatnonzero(filled) + 1).tolist()
+    return Workload(QueryColumns(tokens, offsets), str(path), tuple(numbers))
 
 
 def read_workload(path: str | Path) -> Workload:

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from kvtheory.errors import InputError
 from kvtheory.model.trie import PrefixTrie
 
 
@@ -46,8 +47,19 @@ class EvictionPolicy(ABC):
     ) -> EvictionPolicy:
         """The fastest exact implementation of this policy as an object served batch by batch (the cluster
         simulation's workers): a compiled core's where the family has one for this trie, else ``cls`` itself.
-        Both give the same hits, batch for batch, from the same seed."""
-        return cls(trie, budget, seed=seed, evict_amount=evict_amount)
+        Both give the same hits, batch for batch, from the same seed.
+
+        The eviction amount is passed on only when it is not the default, so a user's policy written
+        without an ``evict_amount`` argument still runs (and is refused, with an InputError, for
+        ``"allocation"``)."""
+        if check_evict_amount(evict_amount) == "shortfall":
+            return cls(trie, budget, seed=seed)
+        try:
+            return cls(trie, budget, seed=seed, evict_amount=evict_amount)
+        except TypeError as exc:
+            if "evict_amount" not in str(exc):
+                raise
+            raise InputError(f"policy {cls.name!r} does not take an eviction amount (evict_amount)") from None
 
     def tokens_to_free(self, overflow: int, missing: int) -> int:
         """How many tokens an eviction is asked to free when a batch of ``missing`` uncached tokens
@@ -80,9 +92,9 @@ EVICT_AMOUNTS = ("shortfall", "allocation")
 
 
 def check_evict_amount(evict_amount: str) -> str:
-    """``evict_amount`` itself if it is one of :data:`EVICT_AMOUNTS`, else a ValueError naming them."""
+    """``evict_amount`` itself if it is one of :data:`EVICT_AMOUNTS`, else an InputError naming them."""
     if evict_amount not in EVICT_AMOUNTS:
-        raise ValueError(f"unknown eviction amount {evict_amount!r}; known: {', '.join(EVICT_AMOUNTS)}")
+        raise InputError(f"unknown eviction amount {evict_amount!r}; known: {', '.join(EVICT_AMOUNTS)}")
     return evict_amount
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvtheory.errors import require
-from kvtheory.model.query import Query
-from kvtheory.model.workload import Workload
+from kvtheory.model.workload import QueryColumns, Workload
 from kvtheory.workloads.registry import register
 
 
@@ -40,4 +39,4 @@ def paging(
     else:
         weights = np.arange(1, pages + 1, dtype=np.float64) ** -exponent
         ids = rng.choice(pages, size=requests, p=weights / weights.sum()).astype(np.int64)
-    return Workload(tuple(Query(ids[j : j + 1].copy()) for j in range(requests)))
+    return Workload(QueryColumns(ids, np.arange(requests + 1)))

@@ -12,8 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from kvtheory.errors import InputError
-from kvtheory.model.query import Query
-from kvtheory.model.workload import Workload
+from kvtheory.model.workload import QueryColumns, Workload
 
 ORACLE_GENERAL = np.dtype([("time", "<u4"), ("id", "<u8"), ("size", "<u4"), ("next", "<i8")])
 """libCacheSim's oracleGeneral record: 24 bytes, little-endian, packed."""
@@ -43,9 +42,8 @@ def read_oracle_general(path: str | Path) -> Workload:
         raise InputError(f"{path}: empty workload: the file has no requests")
     records = np.frombuffer(data, dtype=ORACLE_GENERAL)
     ids = records["id"].view(np.int64)
-    times = records["time"].astype(float).tolist()
-    queries = tuple(Query(ids[i : i + 1].copy(), times[i]) for i in range(len(records)))
-    return Workload(queries, str(path))
+    columns = QueryColumns(ids.copy(), np.arange(len(records) + 1), arrival=records["time"].astype(float))
+    return Workload(columns, str(path))
 
 
 def _object_id(field: str) -> int | None:
@@ -85,6 +83,5 @@ def read_csv_ids(path: str | Path) -> Workload:
         lines.append(number)
     if not ids:
         raise InputError(f"{path}: empty workload: the file has no requests")
-    array = np.array(ids, dtype=np.int64)
-    queries = tuple(Query(array[i : i + 1].copy()) for i in range(len(ids)))
-    return Workload(queries, str(path), tuple(lines))
+    columns = QueryColumns(np.array(ids, dtype=np.int64), np.arange(len(ids) + 1))
+    return Workload(columns, str(path), tuple(lines))
