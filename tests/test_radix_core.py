@@ -6,6 +6,9 @@ simulation, whose workers are made by ``create``, against the per-edge class."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -194,3 +197,20 @@ def test_cluster_workers_made_by_create_match_the_per_edge_class(router, batch):
     assert fast.hits.tolist() == slow.hits.tolist()
     assert fast.worker.tolist() == slow.worker.tolist()
     assert fast.finish.tolist() == slow.finish.tolist()
+
+
+def test_short_runs_in_a_fresh_process_do_not_load_numba():
+    """The core serves runs of at least CORE_MIN_QUERIES queries, or any run once numba is loaded: a short
+    first run is served by the per-edge class (equal hits, tested above) without paying numba's load."""
+    script = (
+        "import sys\n"
+        "from kvtheory import Workload, run_policy\n"
+        "from kvtheory.policies import radix\n"
+        "w = Workload.from_token_lists([[1, 2], [1, 3], [1, 2, 4]])\n"
+        "assert run_policy(w, 4, 'lru').query_hits.tolist() == [0, 1, 2]\n"
+        "assert 'numba' not in sys.modules\n"
+        "radix.CORE_MIN_QUERIES = 3\n"
+        "assert run_policy(w, 4, 'lru').query_hits.tolist() == [0, 1, 2]\n"
+        "assert 'numba' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)

@@ -10,12 +10,18 @@ single token goes at a time.
 from __future__ import annotations
 
 import heapq
+import sys
 from collections.abc import Sequence
 
 import numpy as np
 
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import EvictionPolicy, flat_trie_arrays, union_misses
+
+#: Runs of fewer queries go to the per-edge classes unless numba is loaded in the process already: loading
+#: numba and the core costs about 0.55 s of CPU once per process, while the per-edge classes serve 4-5 us per
+#: query (the core 0.5-0.8 us) on the workloads measured (paper-size gsp, adversaries). Both give the same hits.
+CORE_MIN_QUERIES = 100_000
 
 
 class _Node:
@@ -115,18 +121,22 @@ class RadixPolicy(EvictionPolicy):
 
     # -- the policy interface ---------------------------------------------------------------------
     @classmethod
-    def _has_core(cls) -> bool:
-        """The compiled core runs this class only if the class itself opted in (``compiled`` set on the class,
-        not inherited), so that a subclass that changes the rule is never run by it."""
-        return cls.__dict__.get("compiled", False)
+    def _use_core(cls, trie: PrefixTrie) -> bool:
+        """Whether the compiled core serves this class on ``trie``: only if the class itself opted in
+        (``compiled`` set on the class, not inherited, so that a subclass that changes the rule is never run
+        by it), and the run is long enough to pay for loading numba (:data:`CORE_MIN_QUERIES`) or numba is
+        loaded in this process already."""
+        if not cls.__dict__.get("compiled", False):
+            return False
+        return len(trie.end) >= CORE_MIN_QUERIES or "numba" in sys.modules
 
     @classmethod
     def create(
         cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
     ) -> EvictionPolicy:
         """The compiled core served batch by batch (:class:`~kvtheory.policies.compiled.radix.CompiledRadix`)
-        when the class opted in, else the class itself."""
-        if not cls._has_core():
+        where it serves this class (:meth:`_use_core`), else the class itself."""
+        if not cls._use_core(trie):
             return cls(trie, budget, seed=seed, evict_amount=evict_amount)
         from kvtheory.policies.compiled.radix import CompiledRadix
 
@@ -136,12 +146,12 @@ class RadixPolicy(EvictionPolicy):
     def run_compiled(
         cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"
     ) -> np.ndarray | None:
-        """Every query's hits from a compiled core when the class opted in; None otherwise (then the
-        simulation serves this class batch by batch). On a flat trie with shortfall eviction and whole-leaf
+        """Every query's hits from a compiled core where it serves this class (:meth:`_use_core`); None
+        otherwise (then the simulation serves this class batch by batch). On a flat trie with shortfall eviction and whole-leaf
         evictions (``whole_node``, or one-token edges, where a token is a leaf) that is the flat core
         (:mod:`kvtheory.policies.compiled.flat`, about twice as fast there), else the general one
         (:mod:`kvtheory.policies.compiled.radix`)."""
-        if not cls._has_core():
+        if not cls._use_core(trie):
             return None
         arrays = flat_trie_arrays(trie) if evict_amount == "shortfall" else None
         if arrays is not None and (cls.whole_node or int(arrays[1].max(initial=0)) <= 1):
