@@ -73,15 +73,17 @@ def test_flat_cores_not_used_where_they_do_not_apply(monkeypatch):
     flat = Workload.from_token_lists([[1], [2]])
 
     def refuse(*args, **kwargs):
-        raise AssertionError("the flat radix core ran")
+        raise AssertionError("a flat core ran")
 
     monkeypatch.setattr("kvtheory.policies.compiled.flat.run_flat_radix", refuse)
-    # the general radix core (tests/test_radix_core.py) runs these instead
+    monkeypatch.setattr("kvtheory.policies.compiled.flat.run_flat_lfu", refuse)
+    # the general radix and LFU cores (tests/test_compiled_cores.py) run these instead
     assert policy_class("lru").run_compiled(nested.trie, 4, 1) is not None
     assert policy_class("token-lru").run_compiled(long_edges.trie, 4, 1) is not None
     assert policy_class("lru").run_compiled(flat.trie, 2, 1, evict_amount="allocation") is not None
+    assert policy_class("lfu").run_compiled(nested.trie, 4, 1) is not None
+    assert policy_class("lfu").run_compiled(flat.trie, 2, 1, evict_amount="allocation") is not None
     assert policy_class("rlt").run_compiled(nested.trie, 4, 1) is None
-    assert policy_class("lfu").run_compiled(nested.trie, 4, 1) is None
 
 
 def test_fif_core_matches_per_edge_fif():

@@ -10,18 +10,13 @@ single token goes at a time.
 from __future__ import annotations
 
 import heapq
-import sys
 from collections.abc import Sequence
 
 import numpy as np
 
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import EvictionPolicy, flat_trie_arrays, union_misses
-
-#: Runs of fewer queries go to the per-edge classes unless numba is loaded in the process already: loading
-#: numba and the core costs about 0.55 s of CPU once per process, while the per-edge classes serve 4-5 us per
-#: query (the core 0.5-0.8 us) on the workloads measured (paper-size gsp, adversaries). Both give the same hits.
-CORE_MIN_QUERIES = 100_000
+from kvtheory.policies.compiled import core_pays_off
 
 
 class _Node:
@@ -124,11 +119,9 @@ class RadixPolicy(EvictionPolicy):
     def _use_core(cls, trie: PrefixTrie) -> bool:
         """Whether the compiled core serves this class on ``trie``: only if the class itself opted in
         (``compiled`` set on the class, not inherited, so that a subclass that changes the rule is never run
-        by it), and the run is long enough to pay for loading numba (:data:`CORE_MIN_QUERIES`) or numba is
-        loaded in this process already."""
-        if not cls.__dict__.get("compiled", False):
-            return False
-        return len(trie.end) >= CORE_MIN_QUERIES or "numba" in sys.modules
+        by it), and the core pays off (:func:`~kvtheory.policies.compiled.core_pays_off`: a long run, or
+        numba loaded already)."""
+        return cls.__dict__.get("compiled", False) and core_pays_off(len(trie.end))
 
     @classmethod
     def create(

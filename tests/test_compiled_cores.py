@@ -1,6 +1,7 @@
-"""The compiled radix core (kvtheory/policies/compiled/radix.py) against the per-edge classes it
-reproduces (kvtheory/policies/radix.py: L-LRU, token-LRU, FIFO-leaf): hit for hit, and cache for cache
-after every batch, on random prefix tries, batch sizes 1 to 4, both eviction amounts; scripted runs where
+"""The compiled cores on general tries against the per-edge classes they reproduce: the radix core
+(kvtheory/policies/compiled/radix.py) against L-LRU, token-LRU and FIFO-leaf (kvtheory/policies/radix.py),
+the LFU core (kvtheory/policies/compiled/lfu.py) against LFU-leaf. Hit for hit, and cache for cache after
+every batch, on random prefix tries, batch sizes 1 to 4, both eviction amounts; scripted runs where
 evicting the whole allocation frees more than the shortfall, with their exact hits; and the cluster
 simulation, whose workers are made by ``create``, against the per-edge class."""
 
@@ -25,30 +26,35 @@ from strategies import (
 from kvtheory import Workload, batches, run_policy
 from kvtheory.cluster.cluster import Cluster, Worker
 from kvtheory.cluster.simulation import simulate
-from kvtheory.policies import FifoLeaf, LeafLRU, TokenLRU, policy_class
+from kvtheory.policies import FifoLeaf, LeafLFU, LeafLRU, TokenLRU, policy_class
 from kvtheory.policies.base import EVICT_AMOUNTS
-from kvtheory.policies.compiled.radix import CompiledRadix, run_radix
+from kvtheory.policies.compiled.lfu import CompiledLFU
+from kvtheory.policies.compiled.radix import CompiledRadix
 
 RADIX = ("lru", "token-lru", "fifo")
+#: each policy with a general compiled core, and the core's class
+CORES = {"lru": CompiledRadix, "token-lru": CompiledRadix, "fifo": CompiledRadix, "lfu": CompiledLFU}
 BOUNDARIES = (*UNBATCHED_BOUNDARIES, *BATCHED_BOUNDARIES, *PARTIAL_EVICTION_AT_A_BRANCH)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def compiled_once():
     """Compile (or load from numba's cache) before any example is timed."""
-    run_radix(LeafLRU, Workload.from_token_lists([[1, 2], [1, 3]]).trie, 2, 1)
-    CompiledRadix(LeafLRU, Workload.from_token_lists([[1]]).trie, 1).cached_prefix(0)
+    trie = Workload.from_token_lists([[1, 2], [1, 3]]).trie
+    for core, rule in ((CompiledRadix, LeafLRU), (CompiledLFU, LeafLFU)):
+        core(rule, trie, 2).serve_all(1)
+        core(rule, trie, 2).cached_prefix(0)
 
 
 def assert_same_runs(workload: Workload, budget: int, batch: int, amount: str) -> None:
     """Per-edge class and compiled core served side by side: equal hits, cache, size and cached prefixes
-    after every batch; and the whole-run kernel call gives the same hits."""
+    after every batch; and the whole-run kernel call (and run_policy) gives the same hits."""
     trie = workload.trie
-    for name in RADIX:
+    for name, core in CORES.items():
         cls = policy_class(name)
         slow = cls(trie, budget, evict_amount=amount)
         fast = cls.create(trie, budget, evict_amount=amount)
-        assert isinstance(fast, CompiledRadix)
+        assert isinstance(fast, core)
         hits = []
         for step, group in enumerate(batches(len(workload), batch)):
             context = f"{name} {amount} B={budget} batch={batch} step {step} {workload.token_lists()}"
@@ -60,7 +66,7 @@ def assert_same_runs(workload: Workload, budget: int, batch: int, amount: str) -
             assert [fast.cached_prefix(j) for j in range(len(workload))] == [
                 slow.cached_prefix(j) for j in range(len(workload))
             ], context
-        assert run_radix(cls, trie, budget, batch, amount).tolist() == hits
+        assert core(cls, trie, budget, evict_amount=amount).serve_all(batch).tolist() == hits
         assert run_policy(workload, budget, name, batch=batch, evict_amount=amount).query_hits.tolist() == hits
 
 
@@ -113,16 +119,20 @@ ALLOCATION_CASES = [
         [[1], [2], [3, 4], [2], [1]],
         3,
         1,
-        {name: ([0, 0, 0, 1, 0], [0, 0, 0, 0, 0]) for name in RADIX},
+        {name: ([0, 0, 0, 1, 0], [0, 0, 0, 0, 0]) for name in CORES},
     ),
     # B = 4: [1, 1] then [3]; [5, 6] misses 2 with 1 free. Token-wise, shortfall evicts the last token of
     # [1, 1] and [1, 1] later hits 1; allocation evicts both tokens (hit 0). L-LRU evicts the whole node
-    # either way.
+    # either way. LFU-leaf: [1, 1] and [3] were requested once each, [1, 1] less recently.
     (
         [[1, 1], [3], [5, 6], [1, 1]],
         4,
         1,
-        {"lru": ([0, 0, 0, 0], [0, 0, 0, 0]), "token-lru": ([0, 0, 0, 1], [0, 0, 0, 0])},
+        {
+            "lru": ([0, 0, 0, 0], [0, 0, 0, 0]),
+            "token-lru": ([0, 0, 0, 1], [0, 0, 0, 0]),
+            "lfu": ([0, 0, 0, 1], [0, 0, 0, 0]),
+        },
     ),
     # B = 4: [1, 1] cached; [2, 3, 4] misses 3 with 2 free: shortfall 1 token, allocation 3 asked, only the
     # 2 tokens of [1, 1] evictable: it stops early there without error.
@@ -130,18 +140,27 @@ ALLOCATION_CASES = [
         [[1, 1], [2, 3, 4], [1, 1]],
         4,
         1,
-        {"token-lru": ([0, 0, 1], [0, 0, 0]), "fifo": ([0, 0, 1], [0, 0, 0]), "lru": ([0, 0, 0], [0, 0, 0])},
+        {
+            "token-lru": ([0, 0, 1], [0, 0, 0]),
+            "fifo": ([0, 0, 1], [0, 0, 0]),
+            "lfu": ([0, 0, 1], [0, 0, 0]),
+            "lru": ([0, 0, 0], [0, 0, 0]),
+        },
     ),
     # batches of 2, B = 6: [1, 2, 3] and [1, 2, 4] (4 tokens; the second's match splits the first's leaf,
     # leaves [3] and [4] share a stamp, [3] has the smaller creation id), then [1, 2, 5] with [7, 8]
     # (misses 3, 2 free: shortfall 1; node [1, 2] locked). Shortfall evicts leaf [3]; allocation [3] and
     # [4], then finds only the locked [1, 2] and stops with 2 freed. So [1, 2, 4] hits 3 only under
-    # shortfall. All three rules evict the same one-token leaves here.
+    # shortfall. All three radix rules evict the same one-token leaves here; LFU-leaf's tie (equal counts,
+    # equal last request) goes to the larger trie node, [4] (node 3; [3] is node 1), so there [1, 2, 3] hits 3.
     (
         [[1, 2, 3], [1, 2, 4], [1, 2, 5], [7, 8], [1, 2, 4], [1, 2, 3]],
         6,
         2,
-        {name: ([0, 0, 2, 0, 3, 2], [0, 0, 2, 0, 2, 2]) for name in RADIX},
+        {
+            **{name: ([0, 0, 2, 0, 3, 2], [0, 0, 2, 0, 2, 2]) for name in RADIX},
+            "lfu": ([0, 0, 2, 0, 2, 3], [0, 0, 2, 0, 2, 2]),
+        },
     ),
 ]
 
@@ -155,7 +174,8 @@ def test_allocation_frees_more_than_the_shortfall(queries, budget, batch, expect
             slow = cls(workload.trie, budget, evict_amount=amount)
             slow_hits = [h for group in batches(len(workload), batch) for h in slow.serve(group)]
             assert slow_hits == hits, (name, amount)
-            assert run_radix(cls, workload.trie, budget, batch, amount).tolist() == hits, (name, amount)
+            core = CORES[name](cls, workload.trie, budget, evict_amount=amount)
+            assert core.serve_all(batch).tolist() == hits, (name, amount)
 
 
 # -- where the core must not run, and the cluster's workers ---------------------------------------------
@@ -165,12 +185,19 @@ class PlainLRU(LeafLRU):
     name = "plain-lru-for-tests"
 
 
+class PlainLFU(LeafLFU):
+    """LFU-leaf's rule in a subclass: served by the per-edge class."""
+
+    name = "plain-lfu-for-tests"
+
+
 def test_subclass_is_served_by_the_per_edge_class():
     trie = Workload.from_token_lists([[1, 2], [1, 3]]).trie
-    assert PlainLRU.run_compiled(trie, 4, 1) is None
-    assert type(PlainLRU.create(trie, 4)) is PlainLRU
-    for cls in (LeafLRU, TokenLRU, FifoLeaf):
-        assert isinstance(cls.create(trie, 4), CompiledRadix)
+    for plain in (PlainLRU, PlainLFU):
+        assert plain.run_compiled(trie, 4, 1) is None
+        assert type(plain.create(trie, 4)) is plain
+    for cls in (LeafLRU, TokenLRU, FifoLeaf, LeafLFU):
+        assert isinstance(cls.create(trie, 4), CORES[cls.name])
         assert cls.run_compiled(trie, 4, 1) is not None
 
 
@@ -185,14 +212,15 @@ def _multi_turn(seed: int, conversations: int = 30) -> Workload:
     return Workload.from_token_lists(queries)
 
 
+@pytest.mark.parametrize(("name", "plain"), [("lru", PlainLRU), ("lfu", PlainLFU)])
 @pytest.mark.parametrize("router", ["cache-aware", "least-load"])
 @pytest.mark.parametrize("batch", [1, 3])
-def test_cluster_workers_made_by_create_match_the_per_edge_class(router, batch):
+def test_cluster_workers_made_by_create_match_the_per_edge_class(name, plain, router, batch):
     workload = _multi_turn(5)
     cluster = Cluster(tuple(Worker(1.8e-4, 1.5e-7, 500, 0.0186, 1.5e-7) for _ in range(3)))
     options = {"oracle": True} if router == "cache-aware" else {}
-    fast = simulate(workload, cluster, router, "lru", batch=batch, seed=3, rate=40.0, **options)
-    slow = simulate(workload, cluster, router, PlainLRU, batch=batch, seed=3, rate=40.0, **options)
+    fast = simulate(workload, cluster, router, name, batch=batch, seed=3, rate=40.0, **options)
+    slow = simulate(workload, cluster, router, plain, batch=batch, seed=3, rate=40.0, **options)
     assert fast.hits.sum() > 0
     assert fast.hits.tolist() == slow.hits.tolist()
     assert fast.worker.tolist() == slow.worker.tolist()
@@ -205,11 +233,11 @@ def test_short_runs_in_a_fresh_process_do_not_load_numba():
     script = (
         "import sys\n"
         "from kvtheory import Workload, run_policy\n"
-        "from kvtheory.policies import radix\n"
+        "from kvtheory.policies import compiled\n"
         "w = Workload.from_token_lists([[1, 2], [1, 3], [1, 2, 4]])\n"
         "assert run_policy(w, 4, 'lru').query_hits.tolist() == [0, 1, 2]\n"
         "assert 'numba' not in sys.modules\n"
-        "radix.CORE_MIN_QUERIES = 3\n"
+        "compiled.CORE_MIN_QUERIES = 3\n"
         "assert run_policy(w, 4, 'lru').query_hits.tolist() == [0, 1, 2]\n"
         "assert 'numba' in sys.modules\n"
     )
