@@ -37,15 +37,6 @@ CORES = {"lru": CompiledRadix, "token-lru": CompiledRadix, "fifo": CompiledRadix
 BOUNDARIES = (*UNBATCHED_BOUNDARIES, *BATCHED_BOUNDARIES, *PARTIAL_EVICTION_AT_A_BRANCH)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def compiled_once():
-    """Compile (or load from numba's cache) before any example is timed."""
-    trie = Workload.from_token_lists([[1, 2], [1, 3]]).trie
-    for core, rule in ((CompiledRadix, LeafLRU), (CompiledLFU, LeafLFU)):
-        core(rule, trie, 2).serve_all(1)
-        core(rule, trie, 2).cached_prefix(0)
-
-
 def assert_same_runs(workload: Workload, budget: int, batch: int, amount: str) -> None:
     """Per-edge class and compiled core served side by side: equal hits, cache, size and cached prefixes
     after every batch; and the whole-run kernel call (and run_policy) gives the same hits."""
