@@ -197,13 +197,13 @@ def _insert(tr, state, nodes, hp, sc, path, plen, node, matched):
 
 
 @njit(cache=True)
-def _evict(tr, state, nodes, hp, sc, tokens, need):
+def _evict(tr, state, nodes, hp, sc, aside, tokens, need):
     """Evict leaves in (stamp, cid) order, off the batch's walked nodes, until ``tokens`` are freed: whole
     nodes, or (token eviction) the tail of the first leaf that holds more than what is left to free. With
-    nothing left to evict, stop if ``need`` tokens are free, else raise."""
+    nothing left to evict, stop if ``need`` tokens are free, else raise. Entries of locked nodes are kept
+    in ``aside`` meanwhile (enlarged if needed); return it."""
     clock = sc[C_CLOCK]
     whole = sc[C_WHOLE]
-    aside = np.empty((2, 16), dtype=np.int64)
     n_aside = 0
     freed = 0
     while tokens > 0:
@@ -252,6 +252,7 @@ def _evict(tr, state, nodes, hp, sc, tokens, need):
             heap_push(hp[0], hp[1], sc, s, c)
     for i in range(n_aside):
         heap_push(hp[0], hp[1], sc, aside[0, i], aside[1, i])
+    return aside
 
 
 @njit(cache=True)
@@ -276,6 +277,7 @@ def radix_serve(tr, state, nodes, hp, sc, path, ends, batch, hits):
     its rest inserted as a new leaf."""
     n = ends.size
     starts = np.empty(batch, dtype=np.int64)
+    aside = np.empty((2, 16), dtype=np.int64)
     for start in range(0, n, batch):
         stop = min(start + batch, n)
         size = stop - start
@@ -296,7 +298,7 @@ def radix_serve(tr, state, nodes, hp, sc, path, ends, batch, hits):
                     missing += tr[T_EDGE, v] - state[S_KEPT, v]
         overflow = sc[C_SIZE] + missing - sc[C_BUDGET]
         if overflow > 0:
-            _evict(tr, state, nodes, hp, sc, missing if sc[C_ALLOCATION] else overflow, overflow)
+            aside = _evict(tr, state, nodes, hp, sc, aside, missing if sc[C_ALLOCATION] else overflow, overflow)
         for q in range(start, stop):
             plen = _load_path(tr, ends[q], path)
             if size > 1:
