@@ -23,7 +23,7 @@ from strategies import (
     instances,
 )
 
-from kvtheory import Workload, batches, run_policy
+from kvtheory import InputError, Workload, batches, run_policy
 from kvtheory.cluster.cluster import Cluster, Worker
 from kvtheory.cluster.simulation import simulate
 from kvtheory.policies import FifoLeaf, LeafLFU, LeafLRU, TokenLRU, policy_class
@@ -182,11 +182,22 @@ class PlainLFU(LeafLFU):
     name = "plain-lfu-for-tests"
 
 
+class OldStyleLRU(LeafLRU):
+    """A user's subclass written before eviction amounts: its constructor takes no ``evict_amount``."""
+
+    name = "old-style-lru-for-tests"
+
+    def __init__(self, trie, budget, *, seed=None):
+        super().__init__(trie, budget, seed=seed)
+
+
 def test_subclass_is_served_by_the_per_edge_class():
     trie = Workload.from_token_lists([[1, 2], [1, 3]]).trie
-    for plain in (PlainLRU, PlainLFU):
+    for plain in (PlainLRU, PlainLFU, OldStyleLRU):
         assert plain.run_compiled(trie, 4, 1) is None
         assert type(plain.create(trie, 4)) is plain
+    with pytest.raises(InputError, match="does not take an eviction amount"):
+        OldStyleLRU.create(trie, 4, evict_amount="allocation")
     for cls in (LeafLRU, TokenLRU, FifoLeaf, LeafLFU):
         assert isinstance(cls.create(trie, 4), CORES[cls.name])
         assert cls.run_compiled(trie, 4, 1) is not None
