@@ -140,10 +140,10 @@ class RadixPolicy(EvictionPolicy):
         cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"
     ) -> np.ndarray | None:
         """Every query's hits from a compiled core where it serves this class (:meth:`_use_core`); None
-        otherwise (then the simulation serves this class batch by batch). On a flat trie with shortfall eviction and whole-leaf
-        evictions (``whole_node``, or one-token edges, where a token is a leaf) that is the flat core
-        (:mod:`kvtheory.policies.compiled.flat`, about twice as fast there), else the general one
-        (:mod:`kvtheory.policies.compiled.radix`)."""
+        otherwise (then the simulation serves this class batch by batch). On a flat trie with shortfall
+        eviction and whole-leaf evictions (``whole_node``, or one-token edges, where a token is a leaf) that
+        is the flat core (:mod:`kvtheory.policies.compiled.flat`, about twice as fast there), else the
+        general one (:mod:`kvtheory.policies.compiled.radix`)."""
         if not cls._use_core(trie):
             return None
         arrays = flat_trie_arrays(trie) if evict_amount == "shortfall" else None
