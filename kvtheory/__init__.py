@@ -26,6 +26,7 @@ from kvtheory.optimum.fif import FurthestInFuture, run_fif
 from kvtheory.optimum.flow_bound import weighted_paging_bound
 from kvtheory.policies import (
     ONLINE_POLICIES,
+    AuthorsRLT,
     EvictionPolicy,
     FifoLeaf,
     LeafLFU,
@@ -65,6 +66,7 @@ def __getattr__(name: str):
 __all__ = [
     "GENERATORS",
     "ONLINE_POLICIES",
+    "AuthorsRLT",
     "EvictionPolicy",
     "BlockQuery",
     "FifoLeaf",

@@ -87,6 +87,7 @@ class RatioReport:
             "budget": self.budget,
             "batch": self.batch,
             "k": self.k,
+            "evict_amount": self.runs[0].evict_amount,
             "queries": self.runs[0].queries,
             "tokens": self.runs[0].tokens,
             "opt_misses": self.opt_misses,
@@ -113,8 +114,11 @@ def competitive_ratio(
     seeds: Sequence[int] = (0,),
     optimum: Optimum | None = None,
     opt_time_limit: float | None = OPT_TIME_LIMIT,
+    evict_amount: str = "shortfall",
 ) -> RatioReport:
-    """Measure ALG/OPT for ``policy`` on ``workload``; a deterministic policy runs once.
+    """Measure ALG/OPT for ``policy`` on ``workload``; a deterministic policy runs once. ``evict_amount``:
+    the policy evicts the shortfall or the whole allocation (:class:`~kvtheory.policies.EvictionPolicy`);
+    OPT always evicts the shortfall (demand paging loses nothing for an offline optimum).
 
     ``optimum``: the instance's optimum if already solved (several policies share one), else it is
     solved here within ``opt_time_limit`` seconds.
@@ -131,5 +135,5 @@ def competitive_ratio(
         )
     cls = policy_class(policy)
     seeds = list(seeds) if cls.randomized else list(seeds)[:1]
-    runs = tuple(run_seeds(workload, budget, cls, seeds, batch=batch))
+    runs = tuple(run_seeds(workload, budget, cls, seeds, batch=batch, evict_amount=evict_amount))
     return RatioReport(cls.name, budget, batch, runs[0].k, optimum, runs)

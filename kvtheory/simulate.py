@@ -15,7 +15,8 @@ from kvtheory.policies import EvictionPolicy, policy_class
 
 @dataclass(frozen=True)
 class RunResult:
-    """Outcome of serving a workload on one worker: hits + misses = tokens; cost = misses."""
+    """Outcome of serving a workload on one worker: hits + misses = tokens; cost = misses.
+    ``evict_amount``: how much each eviction was asked to free (shortfall or allocation)."""
 
     policy: str
     budget: int
@@ -27,6 +28,7 @@ class RunResult:
     misses: int
     hit_rate: float
     seed: int | None = None
+    evict_amount: str = "shortfall"
     query_hits: np.ndarray = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
@@ -35,14 +37,25 @@ class RunResult:
         return record
 
 
-def drive(workload: Workload, budget: int, policy: EvictionPolicy, name: str, batch: int, seed) -> RunResult:
+def drive(
+    workload: Workload,
+    budget: int,
+    policy: EvictionPolicy,
+    name: str,
+    batch: int,
+    seed,
+    *,
+    evict_amount: str = "shortfall",
+) -> RunResult:
     hits = np.zeros(len(workload), dtype=np.int64)
     for group in batches(len(workload), batch):
         hits[group.start : group.stop] = policy.serve(group)
-    return result_of(workload, budget, name, batch, seed, hits)
+    return result_of(workload, budget, name, batch, seed, hits, evict_amount=evict_amount)
 
 
-def result_of(workload: Workload, budget: int, name: str, batch: int, seed, hits: np.ndarray) -> RunResult:
+def result_of(
+    workload: Workload, budget: int, name: str, batch: int, seed, hits: np.ndarray, *, evict_amount: str = "shortfall"
+) -> RunResult:
     """The RunResult of a run whose per-query hits are ``hits``."""
     total_hits = int(hits.sum())
     tokens = workload.total_tokens
@@ -57,6 +70,7 @@ def result_of(workload: Workload, budget: int, name: str, batch: int, seed, hits
         misses=tokens - total_hits,
         hit_rate=total_hits / tokens,
         seed=seed,
+        evict_amount=evict_amount,
         query_hits=hits,
     )
 
@@ -81,13 +95,19 @@ def run_policy(
     cls = policy_class(policy) if isinstance(policy, str) else policy
     hits = cls.run_compiled(workload.trie, budget, batch, seed, evict_amount)
     if hits is not None:
-        return result_of(workload, budget, cls.name, batch, seed, hits)
+        return result_of(workload, budget, cls.name, batch, seed, hits, evict_amount=evict_amount)
     policy_run = cls.create(workload.trie, budget, seed=seed, evict_amount=evict_amount)
-    return drive(workload, budget, policy_run, cls.name, batch, seed)
+    return drive(workload, budget, policy_run, cls.name, batch, seed, evict_amount=evict_amount)
 
 
 def run_seeds(
-    workload: Workload, budget: int, policy: str | type[EvictionPolicy], seeds: Sequence[int], *, batch: int = 1
+    workload: Workload,
+    budget: int,
+    policy: str | type[EvictionPolicy],
+    seeds: Sequence[int],
+    *,
+    batch: int = 1,
+    evict_amount: str = "shortfall",
 ) -> list[RunResult]:
     """One run per seed (for randomized policies)."""
-    return [run_policy(workload, budget, policy, batch=batch, seed=s) for s in seeds]
+    return [run_policy(workload, budget, policy, batch=batch, seed=s, evict_amount=evict_amount) for s in seeds]

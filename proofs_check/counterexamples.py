@@ -15,17 +15,17 @@ from proofs_check.results import CheckResult, Measurement, Options
 def save_counterexample(claim, measurement: Measurement, opts: Options, dropped: str | None = None):
     """Write the instance as a workload file; return (path, command line reproducing it)."""
     if opts.out_dir is None:
-        return None, reproduce_command(claim, measurement, "<not saved>")
+        return None, reproduce_command(claim, measurement, "<not saved>", opts.evict_amount)
     out = Path(opts.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tag = f"-without-{dropped}" if dropped else ""
     safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in measurement.policy)
     path = out / f"{claim.id}{tag}-{safe}.jsonl"
     write_workload(measurement.instance.workload, path)
-    return path, reproduce_command(claim, measurement, str(path))
+    return path, reproduce_command(claim, measurement, str(path), opts.evict_amount)
 
 
-def reproduce_command(claim, m: Measurement, path: str) -> str:
+def reproduce_command(claim, m: Measurement, path: str, evict_amount: str = "shortfall") -> str:
     inst = m.instance
     batch = f" --batch {inst.batch}" if inst.batch != 1 else ""
     if inst.workers > 1:
@@ -43,7 +43,8 @@ def reproduce_command(claim, m: Measurement, path: str) -> str:
         seeds = f" --seed {m.seeds[0]} --seeds {len(m.seeds)}"
     elif m.seeds:
         seeds = f" --seed {m.seeds[0]}"
-    return f"kvtheory ratio --workload {path} --budget {inst.budget}{batch} --policy {m.policy}{seeds}"
+    amount = f" --evict-amount {evict_amount}" if evict_amount != "shortfall" else ""
+    return f"kvtheory ratio --workload {path} --budget {inst.budget}{batch} --policy {m.policy}{seeds}{amount}"
 
 
 def finish(claim, opts: Options, started: float, tried: int, worst, violation, notes, dropped=None) -> CheckResult:

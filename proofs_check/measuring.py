@@ -78,8 +78,10 @@ def exceeds(stat, limit) -> bool:
     return float(stat) > float(limit)
 
 
-def run_misses(instance: Instance, cls, seed: int | None) -> tuple[int, np.ndarray]:
-    result = run_policy(instance.workload, instance.budget, cls, batch=instance.batch, seed=seed)
+def run_misses(instance: Instance, cls, seed: int | None, evict_amount: str = "shortfall") -> tuple[int, np.ndarray]:
+    result = run_policy(
+        instance.workload, instance.budget, cls, batch=instance.batch, seed=seed, evict_amount=evict_amount
+    )
     return result.misses, result.query_hits
 
 

@@ -56,7 +56,9 @@ class Method:
         m = self.measure(claim, instance, opts, self.default_policy(claim, opts))
         result = finish(claim, opts, started, 1, m, m if m.violated else None, [])
         if result.counterexample is not None:
-            result.command = reproduce_command(claim, result.counterexample, instance.origin or "<workload>")
+            result.command = reproduce_command(
+                claim, result.counterexample, instance.origin or "<workload>", opts.evict_amount
+            )
         return result
 
     def drop(self, claim, assumption: str, opts: Options) -> CheckResult:

@@ -31,6 +31,7 @@ class Options:
     level: float = 0.95  # one-sided confidence level
     margin: float = 0.10  # lower bounds: realised when ratio >= (1 - margin) * bound
     policy: object = None  # override the claim's policies: an EvictionPolicy class or a name
+    evict_amount: str = "shortfall"  # how much the online policies measured evict: shortfall or allocation
     router: object = None  # override the claim's router: a name or f(j, state) -> worker
     bound: sp.Expr | None = None  # override the bound expression
     bound_scale: object = None  # multiply the bound by this (tests: 0.5 breaks an upper bound)

@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 
 from kvtheory.cli import options
-from kvtheory.cli.common import add_format_options, load_workload
+from kvtheory.cli.common import add_evict_amount_option, add_format_options, load_workload
 from kvtheory.errors import InputError
 
 
@@ -69,6 +69,7 @@ def register(commands) -> None:
         "--a-out", type=options.seconds_per_token, default=1.0, help="with --workload: time per output token"
     )
     parser.add_argument("--policy", help="check this registered eviction policy instead of the claim's")
+    add_evict_amount_option(parser, where="the single-worker eviction claims' online policies: ")
     parser.add_argument("--router", help="check this router instead of the claim's (least-load, round-robin, affinity)")
     parser.add_argument("--list", action="store_true", help="list the claims and exit")
     parser.add_argument("--no-algebra", action="store_true", help="skip the sympy derivations")
@@ -96,6 +97,7 @@ def _options(args):
         level=args.level,
         margin=args.margin,
         policy=args.policy,
+        evict_amount=args.evict_amount,
         router=args.router,
         out_dir=Path(args.out),
     )
@@ -207,6 +209,7 @@ def run(args) -> int:
                 "seeds": opts.seeds,
                 "level": opts.level,
                 "margin": opts.margin,
+                "evict_amount": opts.evict_amount,
             },
             "changed": changed,
             "interrupted": interrupted,

@@ -10,6 +10,7 @@ import orjson
 from kvtheory.cli import options
 from kvtheory.errors import InputError
 from kvtheory.model.traces import DEFAULT_BLOCK_SIZE, FORMATS, read_workload
+from kvtheory.policies.base import EVICT_AMOUNTS
 
 
 def add_format_options(parser: argparse.ArgumentParser) -> None:
@@ -53,6 +54,17 @@ def reject_unused(args: argparse.Namespace, names, context: str) -> None:
     for name in names:
         if getattr(args, name, None) is not None:
             raise InputError(f"--{name.replace('_', '-')} does not apply {context}")
+
+
+def add_evict_amount_option(parser: argparse.ArgumentParser, *, where: str = "") -> None:
+    """``--evict-amount shortfall|allocation`` (docs/policies.md §How much is evicted)."""
+    parser.add_argument(
+        "--evict-amount",
+        default="shortfall",
+        choices=EVICT_AMOUNTS,
+        help=f"{where}how much an eviction frees when a batch does not fit: shortfall (the model's demand "
+        "paging, default) or allocation (the batch's whole uncached allocation, as SGLang's allocator asks)",
+    )
 
 
 def add_json_option(parser: argparse.ArgumentParser) -> None:

@@ -1,8 +1,10 @@
-"""``kvtheory demo [--plot FILE.png] [--seed S] [--seeds N]``: the embedded default job."""
+"""``kvtheory demo [--plot FILE.png] [--seed S] [--seeds N] [--evict-amount shortfall|allocation]``: the
+embedded default job."""
 
 from __future__ import annotations
 
 from kvtheory.cli import options
+from kvtheory.cli.common import add_evict_amount_option
 from kvtheory.errors import InputError
 from kvtheory.experiments.demo import demo_plot, demo_table, run_demo
 
@@ -12,11 +14,12 @@ def register(commands) -> None:
     parser.add_argument("--plot", default="kvtheory-demo.png", metavar="FILE", help="PNG to write")
     parser.add_argument("--seed", type=options.seed, default=0, help="seed of the workloads and the first run")
     parser.add_argument("--seeds", type=options.runs, default=10, metavar="N", help="seeds per randomized policy")
+    add_evict_amount_option(parser, where="the online policies: ")
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
-    results = run_demo(seed=args.seed, seeds=args.seeds)
+    results = run_demo(seed=args.seed, seeds=args.seeds, evict_amount=args.evict_amount)
     print("\n\n".join(demo_table(result) for result in results))
     try:
         demo_plot(results, args.plot)

@@ -1,9 +1,16 @@
-"""``kvtheory evict --workload FILE --budget B --policy NAME [--batch BETA] [--seed S] [--seeds N] --json``."""
+"""``kvtheory evict --workload FILE --budget B --policy NAME [--batch BETA] [--seed S] [--seeds N]
+[--evict-amount shortfall|allocation] --json``."""
 
 from __future__ import annotations
 
 from kvtheory.cli import options
-from kvtheory.cli.common import add_json_option, add_workload_options, emit, load_workload
+from kvtheory.cli.common import (
+    add_evict_amount_option,
+    add_json_option,
+    add_workload_options,
+    emit,
+    load_workload,
+)
 from kvtheory.model.batches import validate
 from kvtheory.policies import policy_class
 from kvtheory.simulate import run_seeds
@@ -13,9 +20,10 @@ from kvtheory.stats import summarize
 def register(commands) -> None:
     parser = commands.add_parser("evict", help="serve a workload with an online eviction policy")
     add_workload_options(parser)
-    parser.add_argument("--policy", required=True, help="lru, token-lru, rlt, fifo, random-leaf, lfu")
+    parser.add_argument("--policy", required=True, help="lru, token-lru, rlt, rlt-authors, fifo, random-leaf, lfu")
     parser.add_argument("--seed", type=options.seed, default=0, help="seed of the first run (default 0)")
     parser.add_argument("--seeds", type=options.runs, default=1, metavar="N", help="runs with seeds S..S+N-1")
+    add_evict_amount_option(parser)
     add_json_option(parser)
     parser.set_defaults(run=run)
 
@@ -25,7 +33,7 @@ def run(args) -> int:
     workload = load_workload(args)
     validate(workload, args.budget, args.batch)
     seeds = range(args.seed, args.seed + (args.seeds if cls.randomized else 1))
-    runs = run_seeds(workload, args.budget, cls, seeds, batch=args.batch)
+    runs = run_seeds(workload, args.budget, cls, seeds, batch=args.batch, evict_amount=args.evict_amount)
     record = runs[0].to_dict()  # the first seed's run; the summary over seeds follows
     if len(runs) > 1:
         misses = summarize([run.misses for run in runs])

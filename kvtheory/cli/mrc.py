@@ -1,11 +1,11 @@
 """``kvtheory mrc --workload F [--format ...] (--budgets B1,B2,... | --budget-range LO:HI:N) --policies P1,P2,...
-[--batch BETA] [--seeds N] [--time-limit S] [--plot FIG.png] [--executor local|dask] [--workers N] --json``:
-miss-ratio curves (docs/formats.md §Miss-ratio curves)."""
+[--batch BETA] [--seeds N] [--time-limit S] [--evict-amount shortfall|allocation] [--plot FIG.png]
+[--executor local|dask] [--workers N] --json``: miss-ratio curves (docs/formats.md §Miss-ratio curves)."""
 
 from __future__ import annotations
 
 from kvtheory.cli import options
-from kvtheory.cli.common import add_format_options, add_json_option, emit, load_workload
+from kvtheory.cli.common import add_evict_amount_option, add_format_options, add_json_option, emit, load_workload
 from kvtheory.errors import InputError
 
 
@@ -29,6 +29,7 @@ def register(commands) -> None:
         metavar="SECONDS",
         help="at batch >= 2: the limit on each exact solve of OPT",
     )
+    add_evict_amount_option(parser, where="the online policies (OPT evicts the shortfall): ")
     parser.add_argument("--plot", metavar="FIG.png", help="also draw hit rate against budget (log x)")
     parser.add_argument(
         "--executor", default="local", choices=("local", "dask"), help="local (process pool, default) or dask"
@@ -71,6 +72,7 @@ def run(args) -> int:
         executor=args.executor,
         workers=args.workers,
         time_limit=args.time_limit,
+        evict_amount=args.evict_amount,
     )
     if args.plot:
         plot_mrc(result, args.plot, title=args.workload)

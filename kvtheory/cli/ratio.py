@@ -7,6 +7,7 @@ from __future__ import annotations
 from kvtheory.cli import options
 from kvtheory.cli.common import (
     CLUSTER_OPTIONS,
+    add_evict_amount_option,
     add_format_options,
     add_json_option,
     emit,
@@ -48,6 +49,7 @@ def register(commands) -> None:
         help="with --workers: joint MIP time limit (default 60)",
     )
     add_cluster_options(parser, budget=False)
+    add_evict_amount_option(parser, where="the online policy (every worker's with --workers): ")
     add_json_option(parser)
     parser.set_defaults(run=run)
 
@@ -66,7 +68,12 @@ def run(args) -> int:
     if args.budget is None or args.policy is None:
         raise InputError("--budget and --policy are required (or --workers M --router NAME)")
     report = competitive_ratio(
-        workload, args.budget, args.policy, batch=args.batch, seeds=range(args.seed, args.seed + args.seeds)
+        workload,
+        args.budget,
+        args.policy,
+        batch=args.batch,
+        seeds=range(args.seed, args.seed + args.seeds),
+        evict_amount=args.evict_amount,
     )
     emit(report.to_dict(), args.json)
     return 0
@@ -87,6 +94,7 @@ def _several_workers(args, workload) -> int:
         output_len=args.output_len,
         router_options=parse_params(args.router_opt),
         time_limit=60.0 if args.time_limit is None else args.time_limit,
+        evict_amount=args.evict_amount,
     )
     emit(result.to_dict(), args.json)
     return 0

@@ -1,10 +1,18 @@
 """``kvtheory route --workload FILE --workers M --router NAME --eviction POLICY --gpu NAME --model NAME
-[--mem-fraction F] [--tp N] [--rate QPS] [--batch BETA] [--seed S] --json``: the time-based simulation."""
+[--mem-fraction F] [--tp N] [--rate QPS] [--batch BETA] [--seed S] [--evict-amount shortfall|allocation]
+--json``: the time-based simulation."""
 
 from __future__ import annotations
 
 from kvtheory.cli import options
-from kvtheory.cli.common import add_format_options, add_json_option, emit, load_workload, parse_params
+from kvtheory.cli.common import (
+    add_evict_amount_option,
+    add_format_options,
+    add_json_option,
+    emit,
+    load_workload,
+    parse_params,
+)
 from kvtheory.cli.costmodel import add_hardware_options
 from kvtheory.errors import InputError
 
@@ -22,8 +30,12 @@ def register(commands) -> None:
     parser.add_argument("--router-opt", action="append", metavar="KEY=VALUE", help="router option (repeatable)")
     parser.add_argument("--oracle", action="store_true", help="let the router see the workers' true caches and queues")
     parser.add_argument(
-        "--eviction", required=True, metavar="POLICY", help="lru, token-lru, rlt, fifo, random-leaf, lfu"
+        "--eviction",
+        required=True,
+        metavar="POLICY",
+        help="lru, token-lru, rlt, rlt-authors, fifo, random-leaf, lfu",
     )
+    add_evict_amount_option(parser, where="every worker's eviction: ")
     add_cluster_options(parser)
     parser.add_argument(
         "--rate", type=options.rate, metavar="QPS", help="Poisson arrivals at QPS (inf: all at 0); default: the file's"
@@ -125,6 +137,7 @@ def run(args) -> int:
         output_len=args.output_len,
         router_options=parse_params(args.router_opt),
         oracle=args.oracle,
+        evict_amount=args.evict_amount,
     )
     record = result.to_dict()
     record["rate"] = args.rate

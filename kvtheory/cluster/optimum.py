@@ -174,6 +174,7 @@ def offline_makespan(
     output_len: int | None = None,
     router_options: Mapping[str, object] | None = None,
     oracle: bool = False,
+    evict_amount: str = "shortfall",
 ) -> ClusterResult:
     """The router in the offline model: every query arrives at 0; ``result.max_busy`` is max_i P_i."""
     return simulate(
@@ -186,6 +187,7 @@ def offline_makespan(
         output_len=output_len,
         router_options=router_options,
         oracle=oracle,
+        evict_amount=evict_amount,
     )
 
 
@@ -196,6 +198,7 @@ class RoutingRatio:
 
     router: str
     eviction: str
+    evict_amount: str
     workers: int
     queries: int
     seed: int | None
@@ -229,8 +232,10 @@ def routing_ratio(
     time_limit: float | None = 60.0,
     formulation: str = "edge",
     lp: bool | None = None,
+    evict_amount: str = "shortfall",
 ) -> RoutingRatio:
-    """Makespan of ``router`` (with ``eviction`` online) over the joint optimum or a lower bound.
+    """Makespan of ``router`` (with ``eviction`` online, evicting ``evict_amount`` on every worker) over the
+    joint optimum or a lower bound.
 
     ``method``: ``mip`` (the joint MIP under ``time_limit``: if it proves optimality the reference is the
     optimum, otherwise the best of its bound and the lower bounds), ``exhaustive`` (exact, tiny
@@ -251,6 +256,7 @@ def routing_ratio(
         output_len=output_len,
         router_options=router_options,
         oracle=oracle,
+        evict_amount=evict_amount,
     )
     makespan = run.max_busy
     status = gap = optimum = None
@@ -281,6 +287,7 @@ def routing_ratio(
     return RoutingRatio(
         router=run.router,
         eviction=run.eviction,
+        evict_amount=run.evict_amount,
         workers=len(cluster),
         queries=n,
         seed=seed,

@@ -40,6 +40,7 @@ from kvtheory.errors import InputError
 from kvtheory.model.batches import footprint
 from kvtheory.model.workload import Workload
 from kvtheory.policies import EvictionPolicy, policy_class
+from kvtheory.policies.base import check_evict_amount
 
 _COMPLETE, _FREE = 0, 1
 _ROUTER_STREAM, _ARRIVAL_STREAM = 1 << 20, 2 << 20
@@ -116,6 +117,7 @@ class ClusterResult:
     busy: np.ndarray
     service: list[list[float]] = field(repr=False)
     router_state: dict = field(default_factory=dict)
+    evict_amount: str = "shortfall"
 
     @property
     def latency(self) -> np.ndarray:
@@ -160,6 +162,7 @@ class ClusterResult:
         return {
             "router": self.router,
             "eviction": self.eviction,
+            "evict_amount": self.evict_amount,
             "workers": self.workers,
             "batch": self.batch,
             "seed": self.seed,
@@ -210,6 +213,7 @@ class Simulation:
         output_len: int | None = None,
         router_options: Mapping[str, object] | None = None,
         oracle: bool = False,
+        evict_amount: str = "shortfall",
     ) -> None:
         if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
             raise InputError(f"batch size must be a positive integer, got {batch}")
@@ -234,8 +238,9 @@ class Simulation:
             self.arrival = arrival_times(workload, rate, seed)
         eviction_cls = policy_class(eviction) if isinstance(eviction, str) else eviction
         self.eviction = eviction_cls.name
+        self.evict_amount = check_evict_amount(evict_amount)
         self.workers = [
-            _Worker(spec, eviction_cls.create(trie, spec.budget, seed=worker_seed(seed, i)))
+            _Worker(spec, eviction_cls.create(trie, spec.budget, seed=worker_seed(seed, i), evict_amount=evict_amount))
             for i, spec in enumerate(cluster.workers)
         ]
         router_cls = router_class(router) if isinstance(router, str) else router
@@ -350,6 +355,7 @@ class Simulation:
             busy=np.array([w.busy for w in workers]),
             service=service,
             router_state=router.state(),
+            evict_amount=self.evict_amount,
         )
 
 
@@ -363,6 +369,7 @@ def simulate(
     """Simulate ``workload`` on ``cluster`` behind ``router`` with ``eviction`` on every worker.
 
     Options: batch, seed, rate (Poisson; inf = every query at 0), arrivals (explicit times),
-    output_len (override), router_options (dict), oracle (bool). See :class:`Simulation`.
+    output_len (override), router_options (dict), oracle (bool), evict_amount (every worker's: shortfall or
+    allocation). See :class:`Simulation`.
     """
     return Simulation(workload, cluster, router, eviction, **options).run()

@@ -38,28 +38,34 @@ class ScenarioResult:
     reports: tuple[RatioReport, ...]
 
 
-def run_scenario(scenario: Scenario, *, seed: int = 0, seeds: int = 10) -> ScenarioResult:
-    """Every online policy (randomized ones over ``seeds`` seeds) against FIF on one scenario."""
+def run_scenario(
+    scenario: Scenario, *, seed: int = 0, seeds: int = 10, evict_amount: str = "shortfall"
+) -> ScenarioResult:
+    """Every online policy (randomized ones over ``seeds`` seeds, evicting ``evict_amount``) against FIF on
+    one scenario."""
     workload = generate(scenario.generator, scenario.params, seed=seed)
     distinct = workload.trie.distinct_tokens
     budget = scenario.budget or max(distinct // 4, workload.max_length)
     opt = solve_optimum(workload, budget)
     reports = tuple(
-        competitive_ratio(workload, budget, name, seeds=range(seed, seed + seeds), optimum=opt)
+        competitive_ratio(
+            workload, budget, name, seeds=range(seed, seed + seeds), optimum=opt, evict_amount=evict_amount
+        )
         for name in ONLINE_POLICIES
     )
     return ScenarioResult(scenario, budget, workload.total_tokens, distinct, opt.misses, reports)
 
 
-def run_demo(*, seed: int = 0, seeds: int = 10) -> list[ScenarioResult]:
-    return [run_scenario(s, seed=seed, seeds=seeds) for s in SCENARIOS]
+def run_demo(*, seed: int = 0, seeds: int = 10, evict_amount: str = "shortfall") -> list[ScenarioResult]:
+    return [run_scenario(s, seed=seed, seeds=seeds, evict_amount=evict_amount) for s in SCENARIOS]
 
 
 def demo_table(result: ScenarioResult) -> str:
     """A readable table: one row per policy, the optimum last."""
     lines = [
         result.scenario.title,
-        f"  {result.total_tokens} tokens, {result.distinct_tokens} distinct, budget B = {result.budget}",
+        f"  {result.total_tokens} tokens, {result.distinct_tokens} distinct, budget B = {result.budget}, "
+        f"online policies evict the {result.reports[0].runs[0].evict_amount}",
         f"  {'policy':<12} {'seeds':>5} {'misses':>12} {'hit rate':>9} {'ratio/OPT':>10} {'95% CI':>20}",
     ]
     for report in result.reports:

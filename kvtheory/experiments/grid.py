@@ -22,12 +22,13 @@ from kvtheory.model.records import MAX_SEED, MAX_TOKENS, show
 
 POLICY_PLACEHOLDER = "$policy"
 MAX_SEEDS = 10**6  # instance or policy seeds given as a count N
-_TOP_KEYS = {"policies", "seeds", "policy_seeds", "budget", "batch", "grid", "name", "description"}
-_GRID_KEYS = {"family", "params", "policies", "seeds", "policy_seeds", "budget", "batch", "name"}
-_FILE_KEYS = {"workload", "format", "block_size", "policies", "policy_seeds", "budget", "batch", "name"}
+_TOP_KEYS = {"policies", "seeds", "policy_seeds", "budget", "batch", "evict_amount", "grid", "name", "description"}
+_GRID_KEYS = {"family", "params", "policies", "seeds", "policy_seeds", "budget", "batch", "evict_amount", "name"}
+_FILE_KEYS = {"workload", "format", "block_size", "policies", "policy_seeds", "budget", "batch", "evict_amount", "name"}
+DEFAULT_EVICT_AMOUNT = "shortfall"  # a cell evicting the shortfall leaves the key out: its id predates the option
 FILE_FAMILY = "file"  # the family of a cell whose workload is a file: params {"workload", "format", "block_size"}
 
-Cell = dict  # {"family", "params", "seed", "budget", "batch", "policy", "policy_seeds"}
+Cell = dict  # {"family", "params", "seed", "budget", "batch", "policy", "policy_seeds"[, "evict_amount"]}
 
 
 # -- the spec -> cells ------------------------------------------------------------------------------
@@ -163,7 +164,8 @@ def expand(spec: Mapping, *, where: str = "spec", base: str | Path | None = None
         if not file_params and (not isinstance(family, str) or family not in GENERATORS):
             raise InputError(f"{here}: unknown family {show(family)}; known: {', '.join(sorted(GENERATORS))}")
         setting = {
-            key: grid.get(key, spec.get(key)) for key in ("policies", "seeds", "policy_seeds", "budget", "batch")
+            key: grid.get(key, spec.get(key))
+            for key in ("policies", "seeds", "policy_seeds", "budget", "batch", "evict_amount")
         }
         if setting["budget"] is None:
             raise InputError(f'{here}: no budget (give budget = B or an expression such as "k + L - 1")')
@@ -186,6 +188,7 @@ def expand(spec: Mapping, *, where: str = "spec", base: str | Path | None = None
             _check_expression_or_int(value, "budget", here)
         for value in batches:
             _check_expression_or_int(value, "batch", here)
+        amounts = _evict_amounts(setting["evict_amount"], here)
         params = grid.get("params", {})
         if not isinstance(params, dict):
             raise InputError(f"{here}: params must be a table")
@@ -198,7 +201,7 @@ def expand(spec: Mapping, *, where: str = "spec", base: str | Path | None = None
         )
         names = [name for name, _ in axes]
         for combo in itertools.product(*(values for _, values in axes)):
-            for seed, budget, batch, policy in itertools.product(seeds, budgets, batches, policies):
+            for seed, budget, batch, amount, policy in itertools.product(seeds, budgets, batches, amounts, policies):
                 resolved = {
                     name: (policy if value == POLICY_PLACEHOLDER else value) for name, value in zip(names, combo)
                 }
@@ -211,6 +214,8 @@ def expand(spec: Mapping, *, where: str = "spec", base: str | Path | None = None
                     "policy": classes[policy].name,
                     "policy_seeds": policy_seeds if classes[policy].randomized else policy_seeds[:1],
                 }
+                if amount != DEFAULT_EVICT_AMOUNT:
+                    cell["evict_amount"] = amount
                 try:
                     cell["id"] = cell_id(cell)
                 except (TypeError, orjson.JSONEncodeError):
@@ -220,6 +225,18 @@ def expand(spec: Mapping, *, where: str = "spec", base: str | Path | None = None
                     seen.add(cell["id"])
                     cells.append(cell)
     return cells
+
+
+def _evict_amounts(value, where: str) -> list[str]:
+    """The ``evict_amount`` axis: a name of :data:`~kvtheory.policies.base.EVICT_AMOUNTS` or a list of them."""
+    from kvtheory.policies.base import EVICT_AMOUNTS
+
+    amounts = _axis(DEFAULT_EVICT_AMOUNT if value is None else value)
+    if not amounts or any(amount not in EVICT_AMOUNTS for amount in amounts):
+        raise InputError(
+            f"{where}: evict_amount must be one of {', '.join(EVICT_AMOUNTS)} or a list of them, got {show(value)}"
+        )
+    return amounts
 
 
 #: names an expression may use besides the cell's numeric workload parameters (known once it is generated)

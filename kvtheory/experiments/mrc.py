@@ -2,8 +2,8 @@
 the optimum, one (budget, policy) pair per task on a process pool or Dask, like sweeps.
 
 For each budget B and policy P the value is exactly that of the single run: ``run_policy(workload, B, P,
-batch=beta, seed=s)`` (misses averaged over the seeds of a randomized policy), and for OPT (listed as
-``fif``) FIF's misses at beta = 1 and the exact solver's (:func:`kvtheory.optimum.exact.solve_optimum`) at
+batch=beta, seed=s, evict_amount=a)`` (misses averaged over the seeds of a randomized policy), and for OPT
+(listed as ``fif``) FIF's misses at beta = 1 and the exact solver's (:func:`kvtheory.optimum.exact.solve_optimum`) at
 beta >= 2. The hit rate is hits / T (for OPT 1 - misses / T), as those runs report it.
 """
 
@@ -22,6 +22,7 @@ from kvtheory.model.workload import Workload
 from kvtheory.optimum.exact import solve_optimum
 from kvtheory.optimum.fif import run_fif
 from kvtheory.policies import policy_class
+from kvtheory.policies.base import check_evict_amount
 from kvtheory.simulate import run_policy
 
 OPT = "fif"
@@ -49,7 +50,7 @@ def budget_range(text: str) -> list[int]:
 def _cell(task: tuple) -> tuple[int, str, float, float, str | None]:
     """(budget index, policy, misses, hit rate, OPT's status) of one budget and policy, computed as the
     single ``evict`` (hits / T, its mean over seeds) and ``opt`` (1 - misses / T) runs compute them."""
-    workload, index, budget, policy, batch, seeds, time_limit = task
+    workload, index, budget, policy, batch, seeds, time_limit, evict_amount = task
     if policy == OPT:
         if batch == 1:
             misses, status = run_fif(workload, budget).misses, "optimal"
@@ -57,7 +58,7 @@ def _cell(task: tuple) -> tuple[int, str, float, float, str | None]:
             result = solve_optimum(workload, budget, batch=batch, time_limit=time_limit)
             misses, status = result.misses, result.status
         return index, policy, misses, 1 - misses / workload.total_tokens, status
-    runs = [run_policy(workload, budget, policy, batch=batch, seed=s) for s in seeds]
+    runs = [run_policy(workload, budget, policy, batch=batch, seed=s, evict_amount=evict_amount) for s in seeds]
     if len(runs) == 1:
         return index, policy, runs[0].misses, runs[0].hit_rate, None
     return index, policy, float(np.mean([r.misses for r in runs])), float(np.mean([r.hit_rate for r in runs])), None
@@ -74,12 +75,15 @@ def miss_ratio_curve(
     workers: int | None = None,
     progress: bool | None = None,
     time_limit: float | None = None,
+    evict_amount: str = "shortfall",
 ) -> dict:
     """``{"budgets", "hit_rate": {policy: [...]}, "misses": {policy: [...]}}`` over ``budgets`` (sorted); with OPT
     among the policies, ``opt_status`` says per budget whether its value is proven optimal.
 
     Randomized policies run with seeds 0..seeds-1 and report the mean misses; deterministic ones run once.
     ``time_limit`` (seconds) bounds each exact solve at beta >= 2, as ``kvtheory opt --time-limit`` does.
+    ``evict_amount``: the online policies evict the shortfall or the whole allocation (the result records
+    it); OPT evicts the shortfall.
     Every budget is validated first (each must hold the longest query, and every batch's footprint).
     """
     budgets = sorted(set(budgets))
@@ -87,6 +91,7 @@ def miss_ratio_curve(
         raise InputError("a miss-ratio curve needs at least one budget and one policy")
     if seeds < 1:
         raise InputError(f"--seeds must be at least 1, got {seeds}")
+    check_evict_amount(evict_amount)
     for name in policies:
         if name != OPT:
             policy_class(name)
@@ -97,7 +102,8 @@ def miss_ratio_curve(
     for index, budget in enumerate(budgets):
         for name in policies:
             randomized = name != OPT and policy_class(name).randomized
-            tasks.append((workload, index, budget, name, batch, range(seeds if randomized else 1), time_limit))
+            seeds_here = range(seeds if randomized else 1)
+            tasks.append((workload, index, budget, name, batch, seeds_here, time_limit, evict_amount))
     misses: dict[str, list] = {name: [None] * len(budgets) for name in policies}
     hit_rate: dict[str, list] = {name: [None] * len(budgets) for name in policies}
     status: list = [None] * len(budgets)
@@ -114,7 +120,7 @@ def miss_ratio_curve(
                 bar.update(1)
     finally:
         runner.close()
-    result = {"budgets": budgets, "hit_rate": hit_rate, "misses": misses}
+    result = {"budgets": budgets, "evict_amount": evict_amount, "hit_rate": hit_rate, "misses": misses}
     if OPT in policies:
         result["opt_status"] = status
     return result

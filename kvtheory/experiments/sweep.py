@@ -15,14 +15,17 @@ Spec (TOML)::
     policy_seeds = 10                       # seeds of a randomized policy (N means 0..N-1, or a list)
     budget = "k + L - 1"                    # an integer, or an expression over the cell's names
     batch = 1                               # likewise
+    evict_amount = "shortfall"              # or "allocation" (docs/policies.md §How much is evicted)
 
     [[grid]]
     family = "cyclic"                       # any name of `kvtheory generate --list`
     params = { k = [2, 4, 8], L = 4, n = 2000 }
 
 A list value is an axis of the grid (for a list-typed parameter such as ``gsp.lengths``, a list of lists
-is); ``budget``, ``batch``, ``seeds`` and ``policies`` are axes too. The string ``"$policy"`` as a
-parameter value is replaced by the cell's policy (``adaptive`` against the policy it measures).
+is); ``budget``, ``batch``, ``evict_amount``, ``seeds`` and ``policies`` are axes too. A cell that evicts
+the shortfall (the default) has no ``evict_amount`` key, so its id is the one it had before the option.
+The string ``"$policy"`` as a parameter value is replaced by the cell's policy (``adaptive`` against the
+policy it measures).
 Expressions are arithmetic (``+ - * / // % **``, ``min max ceil floor round``) over the cell's
 numeric parameters and ``L_max``, ``distinct`` (distinct token nodes), ``queries``, ``tokens`` and, in
 ``budget``, ``batch``; a non-integer result is rounded down.
@@ -51,7 +54,16 @@ import orjson
 
 from kvtheory.errors import InputError
 from kvtheory.experiments.executors import DaskExecutor, make_executor
-from kvtheory.experiments.grid import FILE_FAMILY, WORKLOAD_NAMES, Cell, cell_id, evaluate, expand, load_spec
+from kvtheory.experiments.grid import (
+    DEFAULT_EVICT_AMOUNT,
+    FILE_FAMILY,
+    WORKLOAD_NAMES,
+    Cell,
+    cell_id,
+    evaluate,
+    expand,
+    load_spec,
+)
 from kvtheory.locking import exclusive_writer
 from kvtheory.model.records import Anything, Bool, Int, Number, Numbers, Object, RecordType, Text
 
@@ -98,7 +110,8 @@ def run_cell(cell: Cell) -> dict:
     from kvtheory.ratio import competitive_ratio, harmonic, steady_ratio
 
     base = {key: cell[key] for key in ("family", "params", "seed", "policy")}
-    record: dict = {"cell": cell.get("id") or cell_id(cell), **base}
+    evict_amount = cell.get("evict_amount", DEFAULT_EVICT_AMOUNT)
+    record: dict = {"cell": cell.get("id") or cell_id(cell), **base, "evict_amount": evict_amount}
     try:
         key = orjson.dumps([cell["family"], cell["params"], cell["seed"]])
         workload = _workload(key)
@@ -110,7 +123,13 @@ def run_cell(cell: Cell) -> dict:
         validate(workload, budget, batch)
         opt = _optimum(key, budget, batch)
         report = competitive_ratio(
-            workload, budget, cell["policy"], batch=batch, seeds=cell["policy_seeds"], optimum=opt
+            workload,
+            budget,
+            cell["policy"],
+            batch=batch,
+            seeds=cell["policy_seeds"],
+            optimum=opt,
+            evict_amount=evict_amount,
         )
     except InputError as exc:
         record.update(budget=cell["budget"], batch=cell["batch"], error=str(exc))

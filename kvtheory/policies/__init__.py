@@ -24,9 +24,11 @@ from kvtheory.policies.lfu import LeafLFU  # noqa: E402
 from kvtheory.policies.lru import LeafLRU  # noqa: E402
 from kvtheory.policies.random_leaf import RandomLeaf  # noqa: E402
 from kvtheory.policies.rlt import RandomizedLeafToken  # noqa: E402
+from kvtheory.policies.rlt_authors import AuthorsRLT  # noqa: E402
 from kvtheory.policies.token_lru import TokenLRU  # noqa: E402
 
 __all__ = [
+    "AuthorsRLT",
     "EvictionPolicy",
     "FifoLeaf",
     "LeafLFU",

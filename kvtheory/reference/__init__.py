@@ -16,13 +16,15 @@ from kvtheory.reference.lfu import ReferenceLFU
 from kvtheory.reference.lru import ReferenceLRU, ReferenceLRUNoSplitRefresh
 from kvtheory.reference.random_leaf import ReferenceRandomLeaf
 from kvtheory.reference.rlt import ReferenceRLT
+from kvtheory.reference.rlt_authors import ReferenceAuthorsRLT
 from kvtheory.reference.token_lru import ReferenceTokenLRU
 
 REFERENCE_POLICIES: dict[str, type[ReferencePolicy]] = {
     cls.name: cls
     for cls in (ReferenceLRU, ReferenceTokenLRU, ReferenceRLT, ReferenceFIFO, ReferenceRandomLeaf, ReferenceLFU)
 }
-"""The online policies, under the same names as kvtheory.ONLINE_POLICIES (FIF is separate: offline)."""
+"""The online policies, under the same names as kvtheory.ONLINE_POLICIES (FIF is separate: offline), but
+rlt-authors, whose reference keeps SGLang's radix nodes rather than token nodes (:class:`ReferenceAuthorsRLT`)."""
 
 
 def reference_policy(
@@ -51,6 +53,7 @@ def reference_run(workload, budget: int, policy_name: str, *, batch: int = 1, se
 
 __all__ = [
     "REFERENCE_POLICIES",
+    "ReferenceAuthorsRLT",
     "ReferenceFIF",
     "ReferenceFIFO",
     "ReferenceLFU",

@@ -33,7 +33,10 @@ class OptimumEquality(Method):
         if policy is None:
             alg, name = run_fif(w, b, batch=beta).misses, "fif"
         else:
-            alg, name = run_misses(instance, resolve_policy(policy), opts.seed)[0], policy_name(policy)
+            alg, name = (
+                run_misses(instance, resolve_policy(policy), opts.seed, opts.evict_amount)[0],
+                policy_name(policy),
+            )
         optima, notes = [], []
         if len(token_nodes(w)[1]) <= MAX_TOKEN_NODES:
             optima.append(("exhaustive", exhaustive_optimum(w, b, beta)))

@@ -44,12 +44,12 @@ class UpperEviction(Method):
         opt = optimum_misses(instance)
         if cls.randomized:
             seed_list = opts.seed_list(seeds)
-            values = [run_misses(instance, cls, s)[0] for s in seed_list]
+            values = [run_misses(instance, cls, s, opts.evict_amount)[0] for s in seed_list]
             stat = lower_confidence_bound(values, opts.level) if len(values) > 1 else values[0]
             alg = float(np.mean(values))
         else:
             seed_list = [opts.seed]
-            alg = stat = run_misses(instance, cls, opts.seed)[0]
+            alg = stat = run_misses(instance, cls, opts.seed, opts.evict_amount)[0]
         expr = bound_expr(claim, opts)
         note, undefined = "", False
         try:
@@ -140,7 +140,7 @@ class LowerEviction(Method):
         for s in seeds:
             instance = setting.build(cls, n_max, s)
             biggest = biggest or instance
-            misses, hits = run_misses(instance, cls, s)
+            misses, hits = run_misses(instance, cls, s, opts.evict_amount)
             for n in setting.lengths:
                 alg = misses if n == n_max else prefix_misses(instance, hits, n)
                 sub = instance if n == n_max else prefix_instance(instance, n)
@@ -183,7 +183,7 @@ class LowerEviction(Method):
         cls = resolve_policy(policy if policy is not None else claim.policies[0])
         seeds = opts.seed_list(opts.lower_seeds) if cls.randomized else [opts.seed]
         opt = optimum_misses(instance)
-        ratios = [ratio_of(run_misses(instance, cls, s)[0], opt) for s in seeds]
+        ratios = [ratio_of(run_misses(instance, cls, s, opts.evict_amount)[0], opt) for s in seeds]
         stat = upper_confidence_bound(ratios, opts.level) if len(ratios) > 1 else ratios[0]
         f = bound_or_input_error(claim, opts, instance)
         threshold = (1 - opts.margin) * float(f)

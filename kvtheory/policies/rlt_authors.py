@@ -1,0 +1,263 @@
+"""rlt-authors: RLT as the authors' SGLang fork runs it (``RandomRadixCache`` with ``cy_evict``).
+
+A radix-tree algorithm, not the per-static-edge one of :mod:`kvtheory.policies.rlt`: marks sit on the
+dynamic nodes of an SGLang radix tree (runs of tokens, split where a query leaves or ends inside one),
+laid over the static trie's edges as in :mod:`kvtheory.policies.radix`. A dynamic node covers the token
+nodes at depths (d0, d1] of the root path of trie node ``bottom`` (the shallowest trie node with depth
+>= d1); its children are keyed by the trie node whose edge holds their first token.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from kvtheory.model.trie import PrefixTrie
+from kvtheory.policies import register_policy
+from kvtheory.policies.base import EvictionPolicy, union_misses
+
+
+class _Node:
+    __slots__ = ("parent", "children", "d0", "d1", "bottom", "key", "marked")
+
+    def __init__(self, parent, d0: int, d1: int, bottom: int, key: int) -> None:
+        self.parent = parent
+        self.children: dict[int, _Node] = {}
+        self.d0 = d0
+        self.d1 = d1
+        self.bottom = bottom
+        self.key = key
+        self.marked = False
+
+
+@register_policy
+class AuthorsRLT(EvictionPolicy):
+    """RLT with the authors' marking and phase rules (docs/policies.md §RLT as the authors' engine runs it).
+
+    A batch is served as their engine serves its requests: ``match_prefix`` for each query in batch order
+    (hits h_i against the pre-batch cache), a lock on every matched path, one ``evict(k)`` for the batch
+    when its ``missing`` uncached tokens overflow B (k = the overflow, or ``missing`` with
+    ``evict_amount="allocation"``), then ``insert`` of each query in batch order and the locks released.
+
+    Marking: ``insert`` marks every node of the inserted path (matched nodes, a split's new upper node,
+    the new leaf); ``match_prefix`` marks only the upper node of a split it makes. Marking an unmarked node
+    adds its token count to ``marked_count``; the upper node of a split of a marked node is marked without
+    counting (its tokens are counted already). Phase rules, each counted in ``phase_starts``:
+
+    - P1: when marking a node brings ``marked_count`` to >= B, clear every mark and mark that node's root
+      path again (``marked_count`` = its depth);
+    - R1: at the start of ``evict(k)``, if k + marked_count >= B, clear every mark (the batch's matched
+      paths stay protected by their locks);
+    - R2: if the unmarked, unlocked leaf nodes hold fewer than k tokens (or there are none), clear every
+      mark and collect them again.
+
+    Eviction: k times, draw one of the candidate leaf nodes uniformly (``numpy.random.default_rng(seed)``,
+    one ``integers(n)`` per draw over their list, kept in ``cy_evict``'s order) and evict its last token; an
+    emptied leaf is deleted and its parent joins the candidates if it is unmarked, unlocked and childless.
+    The draw stops early only when no candidate is left.
+    """
+
+    name = "rlt-authors"
+    randomized = True
+
+    def __init__(
+        self, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
+    ) -> None:
+        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
+        self._rng = np.random.default_rng(seed)
+        self._root = _Node(None, 0, 0, 0, -1)
+        self._marked: set[_Node] = set()
+        self.marked_count = 0
+        self.phase_starts: Counter[str] = Counter()
+
+    # -- walking the tree ---------------------------------------------------------------------------
+    def _descend(self, path: Sequence[int]) -> tuple[_Node, int, list[_Node], _Node | None, int]:
+        """Walk the longest cached prefix of ``path``: (last whole node, its depth d1, the whole nodes
+        walked, the node the prefix ends inside or None, the trie node where it ends there)."""
+        depth, is_ancestor = self.trie.depth, self.trie.is_ancestor
+        end = path[-1]
+        length = depth[end]
+        node, matched, i = self._root, 0, 0
+        walked: list[_Node] = []
+        while matched < length:
+            while depth[path[i]] <= matched:
+                i += 1
+            child = node.children.get(path[i])
+            if child is None:
+                break
+            if not is_ancestor(child.bottom, end):
+                j = i
+                while j + 1 < len(path) and is_ancestor(path[j + 1], child.bottom):
+                    j += 1
+                return node, matched, walked, child, path[j]
+            walked.append(child)
+            node, matched = child, child.d1
+        return node, matched, walked, None, -1
+
+    def _split(self, child: _Node, at: int) -> _Node:
+        """Split ``child`` at trie node ``at`` (strictly inside it); return the new upper node. The lower
+        part keeps the original node (its mark; SGLang's ``_split_node``)."""
+        parent = self.trie.parent
+        head = _Node(child.parent, child.d0, self.trie.depth[at], at, child.key)
+        child.parent.children[child.key] = head
+        tail_key = child.bottom
+        while parent[tail_key] != at:
+            tail_key = parent[tail_key]
+        child.parent, child.key, child.d0 = head, tail_key, head.d1
+        head.children[tail_key] = child
+        return head
+
+    def _split_and_mark(self, child: _Node, at: int) -> _Node:
+        """A split made by match_prefix or insert: the upper node is marked, counted only if ``child`` was not."""
+        head = self._split(child, at)
+        if child.marked:
+            head.marked = True
+            self._marked.add(head)
+        else:
+            self._mark(head)
+        return head
+
+    # -- marks and phases ---------------------------------------------------------------------------
+    def _mark(self, node: _Node) -> None:
+        """Mark ``node``, counting its tokens; rule P1 when the count reaches B."""
+        if node.marked:
+            return
+        node.marked = True
+        self._marked.add(node)
+        self.marked_count += node.d1 - node.d0
+        if self.marked_count >= self.budget:
+            self._new_phase("P1")
+            while node is not self._root:
+                if not node.marked:
+                    node.marked = True
+                    self._marked.add(node)
+                    self.marked_count += node.d1 - node.d0
+                node = node.parent
+
+    def _new_phase(self, rule: str) -> None:
+        for node in self._marked:
+            node.marked = False
+        self._marked = set()
+        self.marked_count = 0
+        self.phase_starts[rule] += 1
+
+    # -- the policy interface -----------------------------------------------------------------------
+    def cached_prefix(self, j: int) -> int:
+        _, matched, _, inside, at = self._descend(self.trie.path(j))
+        return self.trie.depth[at] if inside is not None else matched
+
+    def serve(self, batch: Sequence[int]) -> list[int]:
+        trie = self.trie
+        paths = [trie.path(j) for j in batch]
+        hits: list[int] = []
+        ends: list[_Node] = []
+        for path in paths:  # match_prefix
+            node, matched, _, inside, at = self._descend(path)
+            if inside is not None:
+                node, matched = self._split_and_mark(inside, at), trie.depth[at]
+            hits.append(matched)
+            ends.append(node)
+        missing = union_misses(trie, paths, hits)
+        overflow = self.size + missing - self.budget
+        if overflow > 0:
+            locked: set[_Node] = set()
+            for node in ends:
+                while node is not self._root and node not in locked:
+                    locked.add(node)
+                    node = node.parent
+            freed = self._evict(self.tokens_to_free(overflow, missing), locked)
+            if freed < overflow:
+                raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
+        for path in paths:
+            self._insert(path)
+        return hits
+
+    def _insert(self, path: Sequence[int]) -> None:
+        depth = self.trie.depth
+        node, matched, walked, inside, at = self._descend(path)
+        for whole in walked:
+            self._mark(whole)
+        if inside is not None:
+            node, matched = self._split_and_mark(inside, at), depth[at]
+        end = path[-1]
+        if matched < depth[end]:
+            i = 0
+            while depth[path[i]] <= matched:
+                i += 1
+            leaf = _Node(node, matched, depth[end], end, path[i])
+            node.children[path[i]] = leaf
+            self.size += leaf.d1 - leaf.d0
+            self._mark(leaf)
+
+    def _evict(self, tokens: int, locked: set[_Node]) -> int:
+        """``evict(k)`` with k = ``tokens``: rules R1 and R2, then k uniform draws of a candidate leaf node,
+        one token each; return the tokens freed (fewer than k only when no candidate is left)."""
+        if tokens + self.marked_count >= self.budget:
+            self._new_phase("R1")
+        candidates = self._collect(locked)
+        if not candidates or sum(n.d1 - n.d0 for n in candidates) < tokens:
+            self._new_phase("R2")
+            candidates = self._collect(locked)
+        remain = {n: n.d1 - n.d0 for n in candidates}
+        count, freed = len(candidates), 0
+        while count and freed < tokens:
+            index = int(self._rng.integers(count))
+            leaf = candidates[index]  # cy_evict's list: the last entry fills the slot, the drawn one goes last
+            candidates[index] = candidates[count - 1]
+            remain[leaf] -= 1
+            freed += 1
+            if remain[leaf]:
+                candidates[count - 1] = leaf
+                continue
+            del remain[leaf]
+            parent = leaf.parent
+            del parent.children[leaf.key]
+            if parent is not self._root and not parent.marked and parent not in locked and not parent.children:
+                remain[parent] = parent.d1 - parent.d0
+                candidates[count - 1] = parent
+            else:
+                count -= 1
+        self.size -= freed
+        for node, left in remain.items():
+            if left < node.d1 - node.d0:
+                self._cut_tail(node, left)
+        return freed
+
+    def _collect(self, locked: set[_Node]) -> list[_Node]:
+        """The candidates, in ``collect_leaves``' order (a depth-first walk with a stack of children):
+        childless nodes but the root, unmarked and unlocked."""
+        candidates = []
+        stack = [self._root]
+        while stack:
+            node = stack.pop()
+            if node.children:
+                stack.extend(node.children.values())
+            elif node is not self._root and not node.marked and node not in locked:
+                candidates.append(node)
+        return candidates
+
+    def _cut_tail(self, node: _Node, left: int) -> None:
+        """Keep the first ``left`` > 0 tokens of leaf ``node``."""
+        depth, parent = self.trie.depth, self.trie.parent
+        node.d1 = node.d0 + left
+        bottom = node.bottom
+        while depth[parent[bottom]] >= node.d1:
+            bottom = parent[bottom]
+        node.bottom = bottom
+
+    def kept(self) -> dict[int, int]:
+        depth, parent = self.trie.depth, self.trie.parent
+        kept: dict[int, int] = {}
+        stack = list(self._root.children.values())
+        while stack:
+            node = stack.pop()
+            stack.extend(node.children.values())
+            v = node.bottom
+            while v and depth[v] > node.d0:
+                overlap = min(depth[v], node.d1) - max(depth[parent[v]], node.d0)
+                if overlap > 0:
+                    kept[v] = kept.get(v, 0) + overlap
+                v = parent[v]
+        return kept
