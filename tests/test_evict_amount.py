@@ -43,7 +43,6 @@ def test_rlt_shortfall(seed):
     assert last_hits(RLT_QUERIES, 5, "rlt", "shortfall", seed) == 2
 
 
-@pytest.mark.xfail(strict=True, reason="allocation lands with i12sampler")
 @pytest.mark.parametrize("seed", range(5))
 def test_rlt_allocation_frees_more_than_the_shortfall(seed):
     assert last_hits(RLT_QUERIES, 5, "rlt", "allocation", seed) == 1

@@ -1,6 +1,6 @@
-"""The compiled flat cores against the per-edge Python policies and FIF, hit for hit (and, for FIF,
-token for token in the final cache), on random flat workloads: every query one radix edge off the root,
-edges of one to three tokens, batch sizes 1 to 3, budgets from the footprint up, with evictions."""
+"""The compiled flat cores against the per-edge Python policies, hit for hit, on random flat workloads:
+every query one radix edge off the root, edges of one to three tokens, batch sizes 1 to 3, budgets from
+the footprint up, with evictions. (FIF's core: tests/test_compiled_fif.py.)"""
 
 import numpy as np
 import pytest
@@ -8,11 +8,8 @@ import pytest
 from kvtheory import Workload
 from kvtheory.errors import InputError
 from kvtheory.model import workload as workload_module
-from kvtheory.model.batches import batches
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.model.workload import read_workload
-from kvtheory.optimum.fif import FurthestInFuture, run_fif
-from kvtheory.optimum.flat_fif import run_flat_fif
 from kvtheory.policies import policy_class
 from kvtheory.policies.base import flat_trie_arrays
 from kvtheory.simulate import drive, run_policy
@@ -83,17 +80,6 @@ def test_flat_cores_not_used_where_they_do_not_apply(monkeypatch):
     assert policy_class("lru").run_compiled(flat.trie, 2, 1, evict_amount="allocation") is not None
     assert policy_class("lfu").run_compiled(nested.trie, 4, 1) is not None
     assert policy_class("lfu").run_compiled(flat.trie, 2, 1, evict_amount="allocation") is not None
-    assert policy_class("rlt").run_compiled(nested.trie, 4, 1) is None
-
-
-def test_fif_core_matches_per_edge_fif():
-    for workload, budget, batch in _flat_instances(11, 200, 3):
-        fif = FurthestInFuture(workload.trie, budget, batches(len(workload), batch))
-        slow = [h for group in batches(len(workload), batch) for h in fif.serve(group)]
-        fast = run_fif(workload, budget, batch=batch)
-        assert fast.query_hits.tolist() == slow
-        kept = run_flat_fif(workload.trie, budget, batch)[1]
-        assert {v: int(k) for v, k in enumerate(kept) if k} == fif.kept()
 
 
 def test_one_token_trie_is_the_general_construction():

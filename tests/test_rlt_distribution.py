@@ -234,11 +234,12 @@ class TokenWeightedRLT(RandomizedLeafToken):
 
     name = "rlt-token-weighted"
 
-    def _evict(self, tokens, on_paths):
+    def _evict(self, tokens, overflow, on_paths):
         rng, kept, parent, children = self._rng, self._kept, self.trie.parent, self._cached_children
         while tokens > 0:
             if self._pool_size == 0:
-                self._no_candidates(on_paths)
+                if not self._no_candidates(on_paths):
+                    raise RuntimeError("nothing left to evict")
                 continue
             nodes = self._pool[: self._pool_size].copy()
             weights = kept[nodes].astype(float)
@@ -261,11 +262,12 @@ class UncutBlockRLT(RandomizedLeafToken):
 
     name = "rlt-uncut-blocks"
 
-    def _evict(self, tokens, on_paths):
+    def _evict(self, tokens, overflow, on_paths):
         rng, kept, parent, children = self._rng, self._kept, self.trie.parent, self._cached_children
         while tokens > 0:
             if self._pool_size == 0:
-                self._no_candidates(on_paths)
+                if not self._no_candidates(on_paths):
+                    raise RuntimeError("nothing left to evict")
                 continue
             n = self._pool_size
             nodes = self._pool[:n].copy()

@@ -18,6 +18,10 @@ the same group below it, so FIF removes that whole group before any other, deepe
 tops of the group's edges together like a water level (:class:`~kvtheory.optimum.water_level.WaterLevel`).
 An eviction costs O(log n) per edge that joins or leaves the level, whatever the number of tokens and of
 edges it lowers; over a run, O(T log T) at most, and in practice O(radix edges x log).
+
+Two implementations: :class:`FurthestInFuture`, served batch by batch per edge in Python (the oracle,
+and what a caller with its own schedule uses), and the compiled core :mod:`kvtheory.optimum.compiled_fif`
+that :func:`run_fif` runs, which evicts in the same order, token for token.
 """
 
 from __future__ import annotations
@@ -26,12 +30,12 @@ import heapq
 from collections import Counter
 from collections.abc import Sequence
 
-from kvtheory.model.batches import batches, validate
+from kvtheory.model.batches import validate
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.model.workload import Workload
 from kvtheory.optimum.water_level import WaterLevel
-from kvtheory.policies.base import EvictionPolicy, flat_trie_arrays
-from kvtheory.simulate import RunResult, drive, result_of
+from kvtheory.policies.base import EvictionPolicy
+from kvtheory.simulate import RunResult, result_of
 
 
 class FurthestInFuture(EvictionPolicy):
@@ -122,17 +126,15 @@ class FurthestInFuture(EvictionPolicy):
 
 def run_fif(workload: Workload, budget: int, *, batch: int = 1) -> RunResult:
     """FIF on one worker: the exact optimum at batch size 1, an upper bound on it at beta >= 2
-    (:func:`kvtheory.optimum.exact.solve_optimum` is exact at every batch size). On a flat trie (every
-    query one edge off the root) the compiled core :mod:`kvtheory.optimum.flat_fif` serves the run.
+    (:func:`kvtheory.optimum.exact.solve_optimum` is exact at every batch size). The compiled core
+    :mod:`kvtheory.optimum.compiled_fif` serves the run; :class:`FurthestInFuture` is the rule it reproduces
+    hit for hit (tests/test_compiled_fif.py).
 
     >>> w = Workload.from_token_lists([[1], [2], [3], [1], [2], [3]])
     >>> run_fif(w, 2).misses   # Belady: 3 compulsory misses, then one miss per two requests
     4
     """
     validate(workload, budget, batch)
-    if flat_trie_arrays(workload.trie) is not None:  # every query one edge: the compiled core
-        from kvtheory.optimum.flat_fif import run_flat_fif  # numba, imported by the runs that use it
+    from kvtheory.optimum.compiled_fif import run_compiled_fif  # numba, imported by the runs that use it
 
-        return result_of(workload, budget, "fif", batch, None, run_flat_fif(workload.trie, budget, batch)[0])
-    fif = FurthestInFuture(workload.trie, budget, batches(len(workload), batch))
-    return drive(workload, budget, fif, "fif", batch, None)
+    return result_of(workload, budget, "fif", batch, None, run_compiled_fif(workload.trie, budget, batch)[0])

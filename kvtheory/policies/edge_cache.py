@@ -12,7 +12,7 @@ from collections.abc import Collection, Sequence
 import numpy as np
 
 from kvtheory.model.trie import PrefixTrie
-from kvtheory.policies.base import EvictionPolicy, flat_trie_arrays
+from kvtheory.policies.base import EvictionPolicy
 
 _MIN_BLOCK = 256
 _SCAN_LIMIT = 64
@@ -84,26 +84,38 @@ class LeafTokenSampler(EdgeCache):
         missing = sum(edge_len[v] - int(kept[v]) for v in on_paths)
         overflow = self.size + missing - self.budget
         if overflow > 0:
-            self._evict(overflow, on_paths)
+            self._evict(self.tokens_to_free(overflow, missing), overflow, on_paths)
         self._fill(paths)
         self._after_batch(on_paths)
         return hits
 
     @classmethod
+    def create(
+        cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
+    ) -> EvictionPolicy:
+        """The compiled core served batch by batch (:class:`~kvtheory.policies.compiled.sampler.CompiledLeafSampler`)
+        when the class opted in (``compiled_core`` on the class itself), else the class itself."""
+        if not cls.__dict__.get("compiled_core", False):
+            return super().create(trie, budget, seed=seed, evict_amount=evict_amount)
+        from kvtheory.policies.compiled.sampler import CompiledLeafSampler  # numba, imported by the runs that use it
+
+        return CompiledLeafSampler(cls, trie, budget, seed=seed, evict_amount=evict_amount, min_block=_MIN_BLOCK)
+
+    @classmethod
     def run_compiled(
         cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"
     ) -> np.ndarray | None:
-        """Every query's hits from the compiled flat core, the same draws from the same seed, when the class
-        opted in (``compiled_flat`` on the class itself) and the trie is flat; None otherwise."""
-        if (
-            evict_amount != "shortfall"
-            or not cls.__dict__.get("compiled_flat", False)
-            or flat_trie_arrays(trie) is None
-        ):
+        """Every query's hits from the compiled core (:mod:`kvtheory.policies.compiled.sampler`), the same
+        draws from the same seed, on any trie and for both eviction amounts, when the class opted in
+        (``compiled_core = True`` on the class itself: a subclass that changes the rule does not inherit
+        it); None otherwise."""
+        if not cls.__dict__.get("compiled_core", False):
             return None
-        from kvtheory.policies.compiled.flat import run_flat_sampler
+        from kvtheory.policies.compiled.sampler import run_sampler
 
-        return run_flat_sampler(trie, budget, batch, seed, marking=cls.marking, min_block=_MIN_BLOCK)
+        return run_sampler(
+            trie, budget, batch, seed, marking=cls.marking, evict_amount=evict_amount, min_block=_MIN_BLOCK
+        )
 
     # -- marks and the candidate pool -------------------------------------------------------------
     def _mark(self, v: int) -> None:
@@ -133,12 +145,14 @@ class LeafTokenSampler(EdgeCache):
     def _after_batch(self, on_paths: Collection[int]) -> None:
         """Hook run after a batch is resident."""
 
-    def _no_candidates(self, on_paths: Collection[int]) -> None:
-        """Hook run when room is needed but no candidate is left."""
-        raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
+    def _no_candidates(self, on_paths: Collection[int]) -> bool:
+        """Hook run when room is needed but no candidate is left: True if it made new candidates."""
+        return False
 
-    def _evict(self, tokens: int, on_paths: Collection[int]) -> None:
-        """Evict ``tokens`` leaf tokens, block by block (see the class docstring).
+    def _evict(self, tokens: int, overflow: int, on_paths: Collection[int]) -> None:
+        """Evict ``tokens`` leaf tokens, block by block (see the class docstring), stopping early only when
+        no candidate is left and :meth:`_no_candidates` makes none; an error if that is before ``overflow``
+        tokens went (``tokens`` >= ``overflow``: the shortfall, or the whole allocation).
 
         A block is sized about twice the expected draws before the smallest candidate empties
         (n candidates, the smallest holding c tokens: about n*c draws). When few draws are expected
@@ -146,10 +160,14 @@ class LeafTokenSampler(EdgeCache):
         draws and cut at the same place.
         """
         rng, kept = self._rng, self._kept
+        freed = 0
         while tokens > 0:
             if self._pool_size == 0:
-                self._no_candidates(on_paths)
-                continue
+                if self._no_candidates(on_paths):
+                    continue
+                if freed >= overflow:
+                    break
+                raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
             n = self._pool_size
             nodes = self._pool[:n].copy()
             caps = kept[nodes]
@@ -161,6 +179,7 @@ class LeafTokenSampler(EdgeCache):
             else:
                 taken = self._take_vectorized(draws, nodes, caps)
             tokens -= taken
+            freed += taken
             self.size -= taken
 
     def _take_scanning(self, draws: list[int], nodes: np.ndarray, caps: np.ndarray) -> int:

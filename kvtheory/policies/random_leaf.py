@@ -15,7 +15,7 @@ class RandomLeaf(LeafTokenSampler):
     """
 
     name = "random-leaf"
-    compiled_flat = True
+    compiled_core = True
     marking = False
 
     def _after_batch(self, on_paths: Collection[int]) -> None:

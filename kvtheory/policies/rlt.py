@@ -18,7 +18,7 @@ class RandomizedLeafToken(LeafTokenSampler):
     """
 
     name = "rlt"
-    compiled_flat = True
+    compiled_core = True
     marking = True
 
     def __init__(
@@ -32,12 +32,14 @@ class RandomizedLeafToken(LeafTokenSampler):
         super()._mark(v)
         self._marked_nodes.add(v)
 
-    def _no_candidates(self, on_paths: Collection[int]) -> None:
+    def _no_candidates(self, on_paths: Collection[int]) -> bool:
+        """A new phase, unless every marked edge is on the batch's paths (then there is nothing to unmark)."""
         survivors = self._marked_nodes & set(on_paths)
         cleared = self._marked_nodes - survivors
         if not cleared:
-            super()._no_candidates(on_paths)
+            return False
         self.phases += 1
         self._marked_nodes = survivors
         for v in sorted(cleared):  # ascending ids: the pool's order is reproducible
             self._unmark(v)
+        return True

@@ -1,0 +1,221 @@
+"""FIF's compiled (numba) core on any prefix trie.
+
+FIF (:mod:`kvtheory.optimum.fif`) evicts the cached tokens off the current batch's paths in one total
+order, largest first: (group key, depth, trie node id), where the group key encodes (next request step
+T, multiplicity m) exactly as :class:`~kvtheory.optimum.fif.FurthestInFuture` does (later T first, then
+smaller m). The first group in that order has only tokens of its own group below its tokens, so this
+order only ever takes leaf tokens, and it is the order in which FurthestInFuture's water levels drain.
+
+The kernel keeps ``kept[v]`` tokens per radix edge v (edge v holds the tokens at depths (floor(v),
+floor(v) + kept[v]], floor(v) = depth(parent(v))) and one lazy max-heap of (key, top, v) entries, one valid
+entry per cached edge off the batch. To evict r tokens it pops the top entry and every entry at the same
+(key, top): the *band*, edges whose top token sits at that level. The band is lowered level by level
+together, down to the next lower top of its group (whose edges then join it) or the highest floor among
+its members (who then empty), in one step per such event, however many levels; the last partial level
+goes to the band's largest ids. Members left with tokens go back on the heap.
+
+Memory: O(edges + path occurrences): every batch's distinct path nodes with their multiplicity and the key
+of their next request (the per-node request lists of FurthestInFuture, as CSR arrays), int64 throughout.
+The kernel reproduces FurthestInFuture hit for hit and token for token (tests/test_compiled_fif.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from kvtheory.model.trie import PrefixTrie
+from kvtheory.policies.compiled.flat import heap_pop, heap_push
+
+
+@njit(cache=True)
+def _occurrences(parent, ends, batch, width):
+    """The distinct path nodes of every batch as CSR arrays (``start[t]:start[t + 1]`` into ``node``, with
+    ``mult``, the batch's queries through the node), and ``follow``: the group key of the node's next
+    request after this one (never: key(steps, 0)), key(t, m) = t * width + (width - 1 - m)."""
+    n = ends.size
+    n_nodes = parent.size
+    steps = (n + batch - 1) // batch
+    seen = np.full(n_nodes, -1, dtype=np.int64)
+    total = 0
+    for t in range(steps):
+        for j in range(t * batch, min(t * batch + batch, n)):
+            v = ends[j]
+            while v != 0 and seen[v] != t:
+                seen[v] = t
+                total += 1
+                v = parent[v]
+    start = np.zeros(steps + 1, dtype=np.int64)
+    node = np.empty(total, dtype=np.int64)
+    mult = np.zeros(total, dtype=np.int64)
+    where = np.zeros(n_nodes, dtype=np.int64)
+    seen[:] = -1
+    count = 0
+    for t in range(steps):
+        start[t] = count
+        for j in range(t * batch, min(t * batch + batch, n)):
+            v = ends[j]
+            while v != 0:
+                if seen[v] != t:
+                    seen[v] = t
+                    where[v] = count
+                    node[count] = v
+                    count += 1
+                mult[where[v]] += 1
+                v = parent[v]
+    start[steps] = count
+    never = steps * width + (width - 1)
+    follow = np.empty(total, dtype=np.int64)
+    last = np.full(n_nodes, never, dtype=np.int64)
+    for t in range(steps - 1, -1, -1):
+        for i in range(start[t], start[t + 1]):
+            v = node[i]
+            follow[i] = last[v]
+            last[v] = t * width + (width - 1 - mult[i])
+    return start, node, follow
+
+
+@njit(cache=True)
+def _peek(ha, hb, size, group, kept, floor, n_nodes):
+    """Drop stale entries off the heap's top; return the top valid (key, top, v), or (-1, -1, -1)."""
+    while size[0] > 0:
+        key, rank = -ha[0], -hb[0]
+        v = rank % n_nodes
+        top = rank // n_nodes
+        if group[v] == key and kept[v] > 0 and floor[v] + kept[v] == top:
+            return key, top, v
+        heap_pop(ha, hb, size)
+    return -1, -1, -1
+
+
+@njit(cache=True)
+def _evict(tokens, ha, hb, size, group, kept, floor, band, n_nodes):
+    """Evict ``tokens`` tokens in FIF's order (largest (key, depth, v) first); return the heap arrays (grown
+    if needed). Raises if the cache runs out first.
+
+    Per round: the top group's tokens at the top level go one by one, largest id first (heap order). If
+    that clears the level, the edges that held it (the band) go down together, level by level, joined by
+    the group's edges whose top they reach and left by those that empty, as many whole levels as the
+    tokens left pay for; a last part level is the next round's. Then the band goes back on the heap.
+    """
+    while tokens > 0:
+        key, level, v = _peek(ha, hb, size, group, kept, floor, n_nodes)
+        if v < 0:
+            raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
+        width = 0
+        while tokens > 0:
+            key2, top2, v2 = _peek(ha, hb, size, group, kept, floor, n_nodes)
+            if v2 < 0 or key2 != key or top2 != level:
+                break
+            heap_pop(ha, hb, size)
+            kept[v2] -= 1
+            tokens -= 1
+            band[width] = v2
+            width += 1
+        while tokens > 0:  # the level is cleared: every band member is at level - 1
+            level -= 1
+            alive = 0
+            highest_floor = 0
+            for i in range(width):
+                u = band[i]
+                if kept[u] > 0:
+                    band[alive] = u
+                    alive += 1
+                    highest_floor = max(highest_floor, floor[u])
+                else:
+                    group[u] = -1
+            width = alive
+            while True:
+                key2, top2, v2 = _peek(ha, hb, size, group, kept, floor, n_nodes)
+                if v2 < 0 or key2 != key or top2 != level:
+                    break
+                heap_pop(ha, hb, size)
+                band[width] = v2
+                width += 1
+                highest_floor = max(highest_floor, floor[v2])
+            if width == 0:
+                break
+            lowest = max(top2 if v2 >= 0 and key2 == key else 0, highest_floor)
+            steps = min(tokens // width, level - lowest)
+            if steps == 0:
+                break
+            for i in range(width):
+                kept[band[i]] -= steps
+            tokens -= steps * width
+            level -= steps - 1  # the loop's head takes the last step down
+            if tokens == 0:
+                break
+        for i in range(width):  # the band's members go back, at their new tops
+            u = band[i]
+            if kept[u] > 0:
+                if size[0] == ha.size:
+                    ha = np.concatenate((ha, np.empty(ha.size, dtype=np.int64)))
+                    hb = np.concatenate((hb, np.empty(hb.size, dtype=np.int64)))
+                heap_push(ha, hb, size, -key, -((floor[u] + kept[u]) * n_nodes + u))
+            else:
+                group[u] = -1
+    return ha, hb
+
+
+@njit(cache=True)
+def fif_run(parent, depth, ends, budget, batch, width):
+    """Serve queries 0..n-1 in batches of ``batch`` under FIF; return each query's hits and the final kept
+    tokens per trie node."""
+    n = ends.size
+    n_nodes = parent.size
+    start, node, follow = _occurrences(parent, ends, batch, width)
+    floor = np.zeros(n_nodes, dtype=np.int64)
+    for v in range(1, n_nodes):
+        floor[v] = depth[parent[v]]
+    hits = np.zeros(n, dtype=np.int64)
+    kept = np.zeros(n_nodes, dtype=np.int64)
+    group = np.full(n_nodes, -1, dtype=np.int64)  # the group key v is cached in, -1 if none or on the batch
+    band = np.empty(n_nodes, dtype=np.int64)
+    capacity = 2 * n_nodes + 16
+    ha = np.empty(capacity, dtype=np.int64)
+    hb = np.empty(capacity, dtype=np.int64)
+    size = np.zeros(1, dtype=np.int64)
+    cached_tokens = 0
+    for t in range(start.size - 1):
+        for j in range(t * batch, min(t * batch + batch, n)):
+            h = 0
+            v = ends[j]
+            while v != 0:
+                h += kept[v]
+                v = parent[v]
+            hits[j] = h
+        missing = 0
+        for i in range(start[t], start[t + 1]):
+            v = node[i]
+            group[v] = -1
+            missing += depth[v] - floor[v] - kept[v]
+        overflow = cached_tokens + missing - budget
+        if overflow > 0:
+            ha, hb = _evict(overflow, ha, hb, size, group, kept, floor, band, n_nodes)
+            cached_tokens -= overflow
+        for i in range(start[t], start[t + 1]):
+            v = node[i]
+            cached_tokens += depth[v] - floor[v] - kept[v]
+            kept[v] = depth[v] - floor[v]
+            group[v] = follow[i]
+            if size[0] == ha.size:
+                ha = np.concatenate((ha, np.empty(ha.size, dtype=np.int64)))
+                hb = np.concatenate((hb, np.empty(hb.size, dtype=np.int64)))
+            heap_push(ha, hb, size, -group[v], -(depth[v] * n_nodes + v))
+    return hits, kept
+
+
+def run_compiled_fif(trie: PrefixTrie, budget: int, batch: int) -> tuple[np.ndarray, np.ndarray]:
+    """FIF's hits per query and final kept tokens per trie node, queries served in order in batches of
+    ``batch`` (see :func:`fif_run`)."""
+    parent = np.asarray(trie.parent, dtype=np.int64)
+    depth = np.asarray(trie.depth, dtype=np.int64)
+    ends = np.asarray(trie.end, dtype=np.int64)
+    n_nodes = parent.size
+    if int(depth.max(initial=0)) + 1 >= (1 << 62) // max(n_nodes, 1):
+        raise ValueError("queries too long for the FIF core's int64 heap keys")
+    width = min(batch, ends.size) + 2  # FurthestInFuture's: the longest batch + 2
+    try:
+        return fif_run(parent, depth, ends, int(budget), int(batch), width)
+    except RuntimeError as exc:
+        raise RuntimeError(str(exc)) from None
