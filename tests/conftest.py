@@ -1,6 +1,7 @@
 import os
 import sys
 
+import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -19,3 +20,23 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def compiled_cores():
+    """Compile every compiled core (or load it from numba's cache) once, before any test: a cold compile
+    takes seconds, which must not fall inside a hypothesis example's deadline. numba is loaded first, so
+    from then on every run in the suite is served by a core wherever one applies
+    (kvtheory.policies.compiled.core_pays_off): each policy and FIF is run here on a flat and a nested trie,
+    whole and batch by batch."""
+    import kvtheory.policies.compiled.flat  # noqa: F401  (loads numba)
+    from kvtheory import ONLINE_POLICIES, Workload, run_fif, run_policy
+
+    for queries in ([[1], [2], [1]], [[1, 2], [1, 3], [1, 2]]):
+        workload = Workload.from_token_lists(queries)
+        run_fif(workload, 2)
+        for cls in ONLINE_POLICIES.values():
+            run_policy(workload, 2, cls, seed=0)
+            policy = cls.create(workload.trie, 2, seed=0)
+            policy.serve([0])
+            policy.cached_prefix(1)

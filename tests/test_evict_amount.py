@@ -34,7 +34,6 @@ def test_shortfall_is_the_default_and_lru_evicts_just_the_shortfall():
     assert run_policy(Workload.from_token_lists(LRU_QUERIES), 7, "lru").evict_amount == "shortfall"
 
 
-@pytest.mark.xfail(strict=True, reason="allocation lands with i12radix")
 def test_lru_allocation_frees_more_than_the_shortfall():
     assert last_hits(LRU_QUERIES, 7, "lru", "allocation") == 0
 

@@ -64,12 +64,22 @@ def test_sampler_core_matches_on_long_runs_with_many_phases():
             assert fast.query_hits.tolist() == _per_edge_hits(workload, budget, name, 1, seed=budget).tolist()
 
 
-def test_radix_core_not_used_where_it_does_not_apply():
+def test_flat_cores_not_used_where_they_do_not_apply(monkeypatch):
     nested = Workload.from_token_lists([[1, 2], [1, 3], [1]])
-    assert policy_class("lru").run_compiled(nested.trie, 4, 1) is None
     long_edges = Workload.from_token_lists([[1, 2], [3, 4]])
-    assert policy_class("token-lru").run_compiled(long_edges.trie, 4, 1) is None
-    assert policy_class("lfu").run_compiled(nested.trie, 4, 1) is None
+    flat = Workload.from_token_lists([[1], [2]])
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a flat core ran")
+
+    monkeypatch.setattr("kvtheory.policies.compiled.flat.run_flat_radix", refuse)
+    monkeypatch.setattr("kvtheory.policies.compiled.flat.run_flat_lfu", refuse)
+    # the general radix and LFU cores (tests/test_compiled_cores.py) run these instead
+    assert policy_class("lru").run_compiled(nested.trie, 4, 1) is not None
+    assert policy_class("token-lru").run_compiled(long_edges.trie, 4, 1) is not None
+    assert policy_class("lru").run_compiled(flat.trie, 2, 1, evict_amount="allocation") is not None
+    assert policy_class("lfu").run_compiled(nested.trie, 4, 1) is not None
+    assert policy_class("lfu").run_compiled(flat.trie, 2, 1, evict_amount="allocation") is not None
 
 
 def test_one_token_trie_is_the_general_construction():

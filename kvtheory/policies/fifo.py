@@ -15,4 +15,4 @@ class FifoLeaf(RadixPolicy):
     name = "fifo"
     refresh_on_hit = False
     whole_node = False
-    compiled_flat = True
+    compiled = True

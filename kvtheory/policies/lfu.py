@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies import register_policy
-from kvtheory.policies.base import flat_trie_arrays
+from kvtheory.policies.base import EvictionPolicy, flat_trie_arrays
+from kvtheory.policies.compiled import core_pays_off
 from kvtheory.policies.edge_cache import EdgeCache
 
 
@@ -22,16 +23,39 @@ class LeafLFU(EdgeCache):
     name = "lfu"
 
     @classmethod
+    def _use_core(cls, trie: PrefixTrie) -> bool:
+        """Whether a compiled core serves this class: LeafLFU itself (not a subclass, which may change the
+        rule), when the core pays off (:func:`~kvtheory.policies.compiled.core_pays_off`)."""
+        return cls is LeafLFU and core_pays_off(len(trie.end))
+
+    @classmethod
+    def create(
+        cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
+    ) -> EvictionPolicy:
+        """The compiled core served batch by batch (:class:`~kvtheory.policies.compiled.lfu.CompiledLFU`)
+        where it serves this class (:meth:`_use_core`), else the class itself."""
+        if not cls._use_core(trie):
+            return super().create(trie, budget, seed=seed, evict_amount=evict_amount)
+        from kvtheory.policies.compiled.lfu import CompiledLFU
+
+        return CompiledLFU(cls, trie, budget, seed=seed, evict_amount=evict_amount)
+
+    @classmethod
     def run_compiled(
         cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"
     ):
-        """Every query's hits from the compiled flat core when the trie is flat (and the class is LeafLFU
-        itself, not a subclass that may change the rule); None otherwise."""
-        if evict_amount != "shortfall" or cls is not LeafLFU or flat_trie_arrays(trie) is None:
+        """Every query's hits from a compiled core where it serves this class (:meth:`_use_core`): the flat
+        core (:mod:`kvtheory.policies.compiled.flat`) on a flat trie with shortfall eviction, else the
+        general one (:mod:`kvtheory.policies.compiled.lfu`); None otherwise."""
+        if not cls._use_core(trie):
             return None
-        from kvtheory.policies.compiled.flat import run_flat_lfu
+        if evict_amount == "shortfall" and flat_trie_arrays(trie) is not None:
+            from kvtheory.policies.compiled.flat import run_flat_lfu
 
-        return run_flat_lfu(trie, budget, batch)
+            return run_flat_lfu(trie, budget, batch)
+        from kvtheory.policies.compiled.lfu import run_lfu
+
+        return run_lfu(cls, trie, budget, batch, evict_amount)
 
     def __init__(
         self, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
@@ -52,9 +76,10 @@ class LeafLFU(EdgeCache):
         hits = [self.cached_prefix(j) for j in batch]
         on_paths = {v for path in paths for v in path}
         kept, edge_len = self._kept, trie.edge_len
-        overflow = self.size + sum(edge_len[v] - int(kept[v]) for v in on_paths) - self.budget
+        missing = sum(edge_len[v] - int(kept[v]) for v in on_paths)
+        overflow = self.size + missing - self.budget
         if overflow > 0:
-            self._evict(overflow, on_paths)
+            self._evict(self.tokens_to_free(overflow, missing), on_paths, overflow)
         self._fill(paths)
         for path in paths:
             for v in path:
@@ -65,11 +90,16 @@ class LeafLFU(EdgeCache):
                 self._push(v)
         return hits
 
-    def _evict(self, tokens: int, on_paths: set[int]) -> None:
+    def _evict(self, tokens: int, on_paths: set[int], need: int) -> None:
+        """Take tokens from the tail of the top leaf edge off the batch's paths until ``tokens`` are freed;
+        with nothing left to evict, stop if ``need`` tokens (the shortfall) are free, else raise."""
         heap, kept, parent, children = self._heap, self._kept, self.trie.parent, self._cached_children
         aside = []
+        freed = 0
         while tokens > 0:
             if not heap:
+                if freed >= need:
+                    break
                 raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
             count, last, neg_v = heap[0]
             v = -neg_v
@@ -83,6 +113,7 @@ class LeafLFU(EdgeCache):
             kept[v] -= run
             self.size -= run
             tokens -= run
+            freed += run
             if kept[v] == 0:
                 heapq.heappop(heap)
                 p = parent[v]

@@ -16,4 +16,4 @@ class LeafLRU(RadixPolicy):
     name = "lru"
     refresh_on_hit = True
     whole_node = True
-    compiled_flat = True
+    compiled = True

@@ -16,6 +16,7 @@ import numpy as np
 
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import EvictionPolicy, flat_trie_arrays, union_misses
+from kvtheory.policies.compiled import core_pays_off
 
 
 class _Node:
@@ -115,21 +116,44 @@ class RadixPolicy(EvictionPolicy):
 
     # -- the policy interface ---------------------------------------------------------------------
     @classmethod
+    def _use_core(cls, trie: PrefixTrie) -> bool:
+        """Whether the compiled core serves this class on ``trie``: only if the class itself opted in
+        (``compiled`` set on the class, not inherited, so that a subclass that changes the rule is never run
+        by it), and the core pays off (:func:`~kvtheory.policies.compiled.core_pays_off`: a long run, or
+        numba loaded already)."""
+        return cls.__dict__.get("compiled", False) and core_pays_off(len(trie.end))
+
+    @classmethod
+    def create(
+        cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
+    ) -> EvictionPolicy:
+        """The compiled core served batch by batch (:class:`~kvtheory.policies.compiled.radix.CompiledRadix`)
+        where it serves this class (:meth:`_use_core`), else the class itself."""
+        if not cls._use_core(trie):
+            return super().create(trie, budget, seed=seed, evict_amount=evict_amount)
+        from kvtheory.policies.compiled.radix import CompiledRadix
+
+        return CompiledRadix(cls, trie, budget, seed=seed, evict_amount=evict_amount)
+
+    @classmethod
     def run_compiled(
         cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"
     ) -> np.ndarray | None:
-        """Every query's hits from the compiled flat core (:mod:`kvtheory.policies.compiled.flat`) when it
-        applies: the class opted in (``compiled_flat`` set on the class itself, so a subclass that changes
-        the rule is never run by it), the trie is flat, and evictions are whole leaves (``whole_node``, or
-        one-token edges, where a token is a leaf). None otherwise: serve batch by batch."""
-        if evict_amount != "shortfall" or not cls.__dict__.get("compiled_flat", False):
+        """Every query's hits from a compiled core where it serves this class (:meth:`_use_core`); None
+        otherwise (then the simulation serves this class batch by batch). On a flat trie with shortfall
+        eviction and whole-leaf evictions (``whole_node``, or one-token edges, where a token is a leaf) that
+        is the flat core (:mod:`kvtheory.policies.compiled.flat`, about twice as fast there), else the
+        general one (:mod:`kvtheory.policies.compiled.radix`)."""
+        if not cls._use_core(trie):
             return None
-        arrays = flat_trie_arrays(trie)
-        if arrays is None or not (cls.whole_node or int(arrays[1].max(initial=0)) <= 1):
-            return None
-        from kvtheory.policies.compiled.flat import run_flat_radix
+        arrays = flat_trie_arrays(trie) if evict_amount == "shortfall" else None
+        if arrays is not None and (cls.whole_node or int(arrays[1].max(initial=0)) <= 1):
+            from kvtheory.policies.compiled.flat import run_flat_radix
 
-        return run_flat_radix(trie, budget, batch, refresh=cls.refresh_on_hit)
+            return run_flat_radix(trie, budget, batch, refresh=cls.refresh_on_hit)
+        from kvtheory.policies.compiled.radix import run_radix
+
+        return run_radix(cls, trie, budget, batch, evict_amount)
 
     def cached_prefix(self, j: int) -> int:
         return self._match(self.trie.path(j), mutate=False)[1]
@@ -146,9 +170,10 @@ class RadixPolicy(EvictionPolicy):
             hits.append(matched)
             ends.append(node)
             locked.update(map(id, walked))
-        overflow = self.size + union_misses(trie, paths, hits) - self.budget
+        missing = union_misses(trie, paths, hits)
+        overflow = self.size + missing - self.budget
         if overflow > 0:
-            self._evict(overflow, locked)
+            self._evict(self.tokens_to_free(overflow, missing), locked, overflow)
         for path, node, matched in zip(paths, ends, hits):
             if len(paths) > 1:
                 node, matched, _ = self._match(path, mutate=True)
@@ -169,13 +194,17 @@ class RadixPolicy(EvictionPolicy):
         elif not node.children and node is not self._root:
             self._push(node)
 
-    def _evict(self, tokens: int, locked: set[int]) -> None:
-        """Evict leaves in (stamp, cid) order, skipping the batch's paths, until ``tokens`` are freed."""
+    def _evict(self, tokens: int, locked: set[int], need: int) -> None:
+        """Evict leaves in (stamp, cid) order, skipping the batch's paths, until ``tokens`` are freed; with
+        nothing left to evict, stop if ``need`` tokens (the shortfall) are free, else raise."""
         heap, parent_depth = self._heap, self.trie.depth
         trie_parent = self.trie.parent
         aside = []
+        freed = 0
         while tokens > 0:
             if not heap:
+                if freed >= need:
+                    break
                 raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
             entry = heap[0]
             stamp, _, node = entry
@@ -192,12 +221,14 @@ class RadixPolicy(EvictionPolicy):
                 del node.parent.children[node.key]
                 self.size -= run
                 tokens -= run
+                freed += run
                 parent = node.parent
                 if parent is not self._root and not parent.children:
                     self._push(parent)
             else:
                 node.d1 -= tokens
                 self.size -= tokens
+                freed += tokens
                 tokens = 0
                 bottom = node.bottom
                 while parent_depth[trie_parent[bottom]] >= node.d1:

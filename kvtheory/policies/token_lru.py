@@ -12,4 +12,4 @@ class TokenLRU(RadixPolicy):
     name = "token-lru"
     refresh_on_hit = True
     whole_node = False
-    compiled_flat = True
+    compiled = True

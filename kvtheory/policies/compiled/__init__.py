@@ -1,2 +1,16 @@
 """Compiled (numba) cores of the policies; imported only when a run uses them, so that numba's import
 cost is paid by those runs alone."""
+
+import sys
+
+#: Runs of fewer queries go to the per-edge classes unless numba is loaded in the process already: loading
+#: numba and a core costs about 0.55 s of CPU once per process, while the per-edge radix classes serve 4-5 us
+#: per query (the core 0.5-0.8 us) on the workloads measured (paper-size gsp, adversaries). Both give the
+#: same hits.
+CORE_MIN_QUERIES = 100_000
+
+
+def core_pays_off(queries: int) -> bool:
+    """Whether a run of ``queries`` queries should load a compiled core: it is long enough
+    (:data:`CORE_MIN_QUERIES`), or numba is loaded in this process already."""
+    return queries >= CORE_MIN_QUERIES or "numba" in sys.modules

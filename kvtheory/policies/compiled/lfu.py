@@ -1,0 +1,204 @@
+"""Compiled (numba) core of LFU-leaf on any prefix trie.
+
+It does what :class:`~kvtheory.policies.lfu.LeafLFU` does, step for step, so the two give the same hits
+query for query (tests/test_compiled_cores.py compares them). The cache is ``kept[v]`` tokens per trie edge v
+(rows of ``state``, with the number of cached children, the request count and the step of the last request
+of each edge, and the step of the batch whose paths hold v); eviction order is a lazy binary min-heap of
+(count, last request, -v), encoded as the int64 pair (count, last * (nodes + 1) + nodes - v), an entry
+being stale when its edge is empty, has cached children or has been requested since. Paths are walked up
+the trie's parent array. Memory: O(trie nodes) arrays and a heap of at most one live entry per request.
+
+:func:`lfu_serve` serves a run of consecutive batches from a given state: the whole run (:func:`run_lfu`)
+is one call, and :class:`CompiledLFU` (what ``LeafLFU.create`` returns) calls it batch by batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numba import njit
+
+from kvtheory.model.trie import PrefixTrie
+from kvtheory.policies.base import EvictionPolicy
+from kvtheory.policies.compiled.flat import heap_pop, heap_push
+
+# rows of the per-trie-node state
+S_KEPT, S_CHILDREN, S_COUNT, S_LAST, S_ON = range(5)
+# cells of the scalar array (the heap's size must be cell 0: heap_push / heap_pop read it there)
+C_HEAP, C_STEP, C_SIZE, C_BUDGET, C_ALLOCATION = range(5)
+
+
+@njit(cache=True)
+def _push(state, hp, sc, v):
+    n = state.shape[1]
+    heap_push(hp[0], hp[1], sc, state[S_COUNT, v], state[S_LAST, v] * (n + 1) + n - v)
+
+
+@njit(cache=True)
+def _evict(parent, state, hp, sc, tokens, need):
+    """Take tokens from the tail of the top valid leaf edge off the batch's paths until ``tokens`` are
+    freed; with nothing left to evict, stop if ``need`` tokens are free, else raise."""
+    n = state.shape[1]
+    step = sc[C_STEP]
+    aside = np.empty((2, 16), dtype=np.int64)
+    n_aside = 0
+    freed = 0
+    while tokens > 0:
+        if sc[C_HEAP] == 0:
+            if freed >= need:
+                break
+            raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
+        a, b = hp[0, 0], hp[1, 0]
+        v = n - b % (n + 1)
+        if (
+            state[S_KEPT, v] == 0
+            or state[S_CHILDREN, v] > 0
+            or a != state[S_COUNT, v]
+            or b // (n + 1) != state[S_LAST, v]
+        ):
+            heap_pop(hp[0], hp[1], sc)
+            continue
+        if state[S_ON, v] == step:
+            heap_pop(hp[0], hp[1], sc)
+            if n_aside == aside.shape[1]:
+                wider = np.empty((2, 2 * n_aside), dtype=np.int64)
+                wider[:, :n_aside] = aside
+                aside = wider
+            aside[0, n_aside] = a
+            aside[1, n_aside] = b
+            n_aside += 1
+            continue
+        run = min(tokens, state[S_KEPT, v])
+        state[S_KEPT, v] -= run
+        sc[C_SIZE] -= run
+        tokens -= run
+        freed += run
+        if state[S_KEPT, v] == 0:
+            heap_pop(hp[0], hp[1], sc)
+            p = parent[v]
+            state[S_CHILDREN, p] -= 1
+            if p != 0 and state[S_CHILDREN, p] == 0:
+                _push(state, hp, sc, p)
+    for i in range(n_aside):
+        heap_push(hp[0], hp[1], sc, aside[0, i], aside[1, i])
+
+
+@njit(cache=True)
+def lfu_serve(parent, edge_len, state, hp, sc, touched, ends, batch, hits):
+    """Serve the queries ending at trie nodes ``ends`` in consecutive batches of ``batch`` (the last may be
+    shorter), writing each query's hits into ``hits``; return the (possibly enlarged) heap.
+
+    Per batch, as LeafLFU.serve: hits are the cached prefixes before the batch; if the missing tokens of
+    the batch's union overflow the budget by ``overflow`` > 0, tokens are evicted to free ``overflow``
+    (shortfall) or all ``missing`` ones (allocation, as far as anything is evictable); the paths are
+    filled, every path edge's count grows by one per query and its last request becomes this step, and the
+    batch's edges without cached children are pushed."""
+    n = ends.size
+    for start in range(0, n, batch):
+        stop = min(start + batch, n)
+        sc[C_STEP] += 1
+        step = sc[C_STEP]
+        missing = 0
+        n_touched = 0
+        for q in range(start, stop):
+            cached = 0
+            v = ends[q]
+            while v != 0:
+                cached += state[S_KEPT, v]
+                if state[S_ON, v] != step:
+                    state[S_ON, v] = step
+                    touched[n_touched] = v
+                    n_touched += 1
+                    missing += edge_len[v] - state[S_KEPT, v]
+                v = parent[v]
+            hits[q] = cached
+        overflow = sc[C_SIZE] + missing - sc[C_BUDGET]
+        if overflow > 0:
+            _evict(parent, state, hp, sc, missing if sc[C_ALLOCATION] else overflow, overflow)
+        for i in range(n_touched):
+            v = touched[i]
+            if state[S_KEPT, v] < edge_len[v]:
+                if state[S_KEPT, v] == 0:
+                    state[S_CHILDREN, parent[v]] += 1
+                sc[C_SIZE] += edge_len[v] - state[S_KEPT, v]
+                state[S_KEPT, v] = edge_len[v]
+        for q in range(start, stop):
+            v = ends[q]
+            while v != 0:
+                state[S_COUNT, v] += 1
+                state[S_LAST, v] = step
+                v = parent[v]
+        if hp.shape[1] < sc[C_HEAP] + n_touched + 1:
+            wider = np.zeros((2, max(sc[C_HEAP] + n_touched + 1, 2 * hp.shape[1])), dtype=np.int64)
+            wider[:, : hp.shape[1]] = hp
+            hp = wider
+        for i in range(n_touched):
+            v = touched[i]
+            if state[S_CHILDREN, v] == 0:
+                _push(state, hp, sc, v)
+    return hp
+
+
+@njit(cache=True)
+def _cached_prefix(parent, state, end):
+    total = 0
+    v = end
+    while v != 0:
+        total += state[S_KEPT, v]
+        v = parent[v]
+    return total
+
+
+class CompiledLFU(EvictionPolicy):
+    """LFU-leaf's cache served batch by batch through :func:`lfu_serve`; the same hits, batch for batch, as
+    :class:`~kvtheory.policies.lfu.LeafLFU`."""
+
+    def __init__(
+        self, rule: type, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
+    ) -> None:
+        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
+        self.name = rule.name
+        n = trie.n_nodes
+        self._max_steps = (1 << 62) // (n + 1) - 1
+        self._parent = np.asarray(trie.parent, dtype=np.int64)
+        self._edge_len = np.asarray(trie.edge_len, dtype=np.int64)
+        self._state = np.zeros((5, n), dtype=np.int64)
+        self._heap = np.zeros((2, 64), dtype=np.int64)
+        self._scalars = np.zeros(5, dtype=np.int64)
+        self._scalars[C_BUDGET] = budget
+        self._scalars[C_ALLOCATION] = self.evict_amount == "allocation"
+        self._touched = np.zeros(n, dtype=np.int64)
+        self._ends = np.asarray(trie.end, dtype=np.int64)
+
+    def serve_all(self, batch: int) -> np.ndarray:
+        """Serve every sequence of the trie in order, in batches of ``batch``; return each one's hits."""
+        return self._serve(self._ends, batch)
+
+    def serve(self, batch: Sequence[int]) -> list[int]:
+        return self._serve(self._ends[np.asarray(batch, dtype=np.int64)], len(batch)).tolist()
+
+    def _serve(self, ends: np.ndarray, batch: int) -> np.ndarray:
+        if self._scalars[C_STEP] + -(-ends.size // batch) > self._max_steps:
+            raise ValueError("too many steps for the LFU core's int64 heap keys")
+        hits = np.zeros(ends.size, dtype=np.int64)
+        try:
+            self._heap = lfu_serve(
+                self._parent, self._edge_len, self._state, self._heap, self._scalars, self._touched, ends, batch, hits
+            )
+        except RuntimeError as exc:
+            raise RuntimeError(str(exc)) from None
+        self.size = int(self._scalars[C_SIZE])
+        return hits
+
+    def cached_prefix(self, j: int) -> int:
+        return int(_cached_prefix(self._parent, self._state, self._ends[j]))
+
+    def kept(self) -> dict[int, int]:
+        kept = self._state[S_KEPT]
+        return {int(v): int(kept[v]) for v in np.flatnonzero(kept)}
+
+
+def run_lfu(rule: type, trie: PrefixTrie, budget: int, batch: int, evict_amount: str = "shortfall") -> np.ndarray:
+    """Every query's hits under LFU-leaf for the whole run (one kernel call)."""
+    return CompiledLFU(rule, trie, budget, evict_amount=evict_amount).serve_all(batch)

@@ -1,0 +1,380 @@
+"""Compiled (numba) core of the radix family (L-LRU, token-LRU, FIFO-leaf) on any prefix trie.
+
+It does what :class:`~kvtheory.policies.radix.RadixPolicy` does, step for step, with the dynamic radix
+tree held in int64 arrays instead of Python objects, so the two give the same hits query for query
+(tests/test_compiled_cores.py compares them):
+
+- A dynamic node is indexed by its creation id ``cid`` (1, 2, ...; the root is 0) and covers the token
+  nodes at depths (d0, d1] on the root path of trie node ``bottom`` (the shallowest trie node with depth
+  >= d1). Its fields are the rows of ``nodes``: parent, d0, d1, bottom, key (the trie node whose edge
+  holds its first token), stamp, number of children, ``mid`` (its one child when d1 falls strictly inside
+  a trie edge), the clock of the last batch that walked it (``lock``) and whether it is alive.
+- Per trie node v (rows of ``state``): ``first[v]``, the dynamic node holding the head token of edge v
+  (-1 if uncached); ``kept[v]``, the tokens of edge v cached (from the edge's head); ``seen[v]``, the
+  clock of the batch that last counted v's missing tokens. A node's child under key v is ``first[v]``
+  when the node ends at a trie node (d1 = depth[bottom]), else its ``mid`` child: no per-node dictionary.
+- Eviction order is a lazy binary min-heap of (stamp, cid) pairs, an entry being stale when its node is
+  dead, has children or has been re-stamped, exactly as the per-edge class's heap.
+
+Paths are walked through the trie's parent array into one scratch buffer. Every batch of b queries
+creates at most 3b nodes (a split in each of its two matches and a new leaf) and grows the heap by at
+most 3b entries, so capacity is made once per batch and memory stays O(trie nodes + queries).
+
+One kernel, :func:`radix_serve`, serves a run of consecutive batches from a given state: the whole run
+(:func:`run_radix`, what ``run_policy`` uses) is one call, and :class:`CompiledRadix` (what the policy's
+``create`` returns for the cluster simulation's workers) calls it batch by batch. numba is a required
+dependency: there is no interpreted fallback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numba import njit
+
+from kvtheory.model.trie import PrefixTrie
+from kvtheory.policies.base import EvictionPolicy
+from kvtheory.policies.compiled.flat import heap_pop, heap_push
+
+# rows of the trie array
+T_PARENT, T_DEPTH, T_TIN, T_TOUT, T_EDGE = range(5)
+# rows of the per-trie-node state
+S_FIRST, S_KEPT, S_SEEN = range(3)
+# rows of the dynamic-node array
+N_PARENT, N_D0, N_D1, N_BOTTOM, N_KEY, N_STAMP, N_CHILDREN, N_MID, N_LOCK, N_ALIVE = range(10)
+# cells of the scalar array (the heap's size must be cell 0: heap_push / heap_pop read it there)
+C_HEAP, C_CLOCK, C_LAST_CID, C_SIZE, C_BUDGET, C_REFRESH, C_WHOLE, C_ALLOCATION = range(8)
+
+
+@njit(cache=True)
+def _load_path(tr, end, path):
+    """Write the trie nodes from the root's child down to ``end`` into ``path``; return their number."""
+    n = 0
+    v = end
+    while v != 0:
+        path[n] = v
+        n += 1
+        v = tr[T_PARENT, v]
+    for i in range(n // 2):
+        path[i], path[n - 1 - i] = path[n - 1 - i], path[i]
+    return n
+
+
+@njit(cache=True)
+def _is_ancestor(tr, a, b):
+    return tr[T_TIN, a] <= tr[T_TIN, b] and tr[T_TOUT, b] <= tr[T_TOUT, a]
+
+
+@njit(cache=True)
+def _child(tr, state, nodes, node, key):
+    """The child of dynamic node ``node`` whose first token lies on trie edge ``key``, or -1."""
+    if nodes[N_D1, node] == tr[T_DEPTH, nodes[N_BOTTOM, node]]:
+        return state[S_FIRST, key]
+    return nodes[N_MID, node]
+
+
+@njit(cache=True)
+def _push(nodes, hp, sc, c):
+    heap_push(hp[0], hp[1], sc, nodes[N_STAMP, c], c)
+
+
+@njit(cache=True)
+def _uncache(tr, state, bottom, lo):
+    """Token nodes deeper than ``lo`` on the root path of ``bottom`` (all of one leaf's) leave the cache."""
+    u = bottom
+    while u != 0 and tr[T_DEPTH, u] > lo:
+        above = tr[T_DEPTH, tr[T_PARENT, u]]
+        state[S_KEPT, u] = max(lo - above, 0)
+        if above >= lo:
+            state[S_FIRST, u] = -1
+        u = tr[T_PARENT, u]
+
+
+@njit(cache=True)
+def _split(tr, state, nodes, hp, sc, c, at):
+    """Split node ``c`` at trie node ``at`` (strictly inside it): a new head node (a new cid, c's stamp)
+    takes the part above ``at``; ``c`` keeps its cid as the tail. Return the head."""
+    h = sc[C_LAST_CID] + 1
+    sc[C_LAST_CID] = h
+    p, d0, key = nodes[N_PARENT, c], nodes[N_D0, c], nodes[N_KEY, c]
+    nodes[N_PARENT, h] = p
+    nodes[N_D0, h] = d0
+    nodes[N_D1, h] = tr[T_DEPTH, at]
+    nodes[N_BOTTOM, h] = at
+    nodes[N_KEY, h] = key
+    nodes[N_STAMP, h] = nodes[N_STAMP, c]
+    nodes[N_CHILDREN, h] = 1
+    nodes[N_MID, h] = -1
+    nodes[N_LOCK, h] = 0
+    nodes[N_ALIVE, h] = 1
+    if d0 != tr[T_DEPTH, tr[T_PARENT, key]]:
+        nodes[N_MID, p] = h
+    u = at
+    while u != 0 and tr[T_DEPTH, tr[T_PARENT, u]] >= d0:
+        state[S_FIRST, u] = h
+        u = tr[T_PARENT, u]
+    tail_key = nodes[N_BOTTOM, c]
+    while tr[T_PARENT, tail_key] != at:
+        tail_key = tr[T_PARENT, tail_key]
+    nodes[N_PARENT, c] = h
+    nodes[N_KEY, c] = tail_key
+    nodes[N_D0, c] = tr[T_DEPTH, at]
+    if nodes[N_CHILDREN, c] == 0:
+        _push(nodes, hp, sc, c)
+    return h
+
+
+@njit(cache=True)
+def _match(tr, state, nodes, hp, sc, path, plen, mutate):
+    """(last node, matched depth) of the longest cached prefix of the path in ``path[:plen]``.
+
+    With ``mutate`` (serving), every node walked is stamped now if the policy refreshes, locked for this
+    batch, and a node the query leaves in its middle is split there (after its refresh)."""
+    clock = sc[C_CLOCK]
+    end = path[plen - 1]
+    length = tr[T_DEPTH, end]
+    node, matched, i = 0, 0, 0
+    while matched < length:
+        while tr[T_DEPTH, path[i]] <= matched:
+            i += 1
+        child = _child(tr, state, nodes, node, path[i])
+        if child < 0:
+            break
+        if mutate and sc[C_REFRESH]:
+            nodes[N_STAMP, child] = clock
+        if _is_ancestor(tr, nodes[N_BOTTOM, child], end):
+            reach = nodes[N_D1, child]
+        else:
+            j = i
+            while j + 1 < plen and _is_ancestor(tr, path[j + 1], nodes[N_BOTTOM, child]):
+                j += 1
+            reach = tr[T_DEPTH, path[j]]
+            if not mutate:
+                return child, reach
+            child = _split(tr, state, nodes, hp, sc, child, path[j])
+        if mutate:
+            nodes[N_LOCK, child] = clock
+        node, matched = child, reach
+    return node, matched
+
+
+@njit(cache=True)
+def _insert(tr, state, nodes, hp, sc, path, plen, node, matched):
+    """Cache the rest of the path below ``node`` (matched depth ``matched``) as one new leaf, stamped now."""
+    end = path[plen - 1]
+    length = tr[T_DEPTH, end]
+    if matched < length:
+        i = 0
+        while tr[T_DEPTH, path[i]] <= matched:
+            i += 1
+        key = path[i]
+        c = sc[C_LAST_CID] + 1
+        sc[C_LAST_CID] = c
+        nodes[N_PARENT, c] = node
+        nodes[N_D0, c] = matched
+        nodes[N_D1, c] = length
+        nodes[N_BOTTOM, c] = end
+        nodes[N_KEY, c] = key
+        nodes[N_STAMP, c] = sc[C_CLOCK]
+        nodes[N_CHILDREN, c] = 0
+        nodes[N_MID, c] = -1
+        nodes[N_LOCK, c] = 0
+        nodes[N_ALIVE, c] = 1
+        nodes[N_CHILDREN, node] += 1
+        if matched != tr[T_DEPTH, tr[T_PARENT, key]]:
+            nodes[N_MID, node] = c
+        u = end
+        while u != 0 and tr[T_DEPTH, u] > matched:
+            state[S_KEPT, u] = tr[T_EDGE, u]
+            if tr[T_DEPTH, tr[T_PARENT, u]] >= matched:
+                state[S_FIRST, u] = c
+            u = tr[T_PARENT, u]
+        sc[C_SIZE] += length - matched
+        _push(nodes, hp, sc, c)
+    elif nodes[N_CHILDREN, node] == 0 and node != 0:
+        _push(nodes, hp, sc, node)
+
+
+@njit(cache=True)
+def _evict(tr, state, nodes, hp, sc, aside, tokens, need):
+    """Evict leaves in (stamp, cid) order, off the batch's walked nodes, until ``tokens`` are freed: whole
+    nodes, or (token eviction) the tail of the first leaf that holds more than what is left to free. With
+    nothing left to evict, stop if ``need`` tokens are free, else raise. Entries of locked nodes are kept
+    in ``aside`` meanwhile (enlarged if needed); return it."""
+    clock = sc[C_CLOCK]
+    whole = sc[C_WHOLE]
+    n_aside = 0
+    freed = 0
+    while tokens > 0:
+        if sc[C_HEAP] == 0:
+            if freed >= need:
+                break
+            raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
+        s, c = hp[0, 0], hp[1, 0]
+        if nodes[N_ALIVE, c] == 0 or nodes[N_CHILDREN, c] > 0 or nodes[N_STAMP, c] != s:
+            heap_pop(hp[0], hp[1], sc)
+            continue
+        heap_pop(hp[0], hp[1], sc)
+        if nodes[N_LOCK, c] == clock:
+            if n_aside == aside.shape[1]:
+                wider = np.empty((2, 2 * n_aside), dtype=np.int64)
+                wider[:, :n_aside] = aside
+                aside = wider
+            aside[0, n_aside] = s
+            aside[1, n_aside] = c
+            n_aside += 1
+            continue
+        run = nodes[N_D1, c] - nodes[N_D0, c]
+        if whole or run <= tokens:
+            _uncache(tr, state, nodes[N_BOTTOM, c], nodes[N_D0, c])
+            nodes[N_ALIVE, c] = 0
+            p = nodes[N_PARENT, c]
+            nodes[N_CHILDREN, p] -= 1
+            if nodes[N_D0, c] != tr[T_DEPTH, tr[T_PARENT, nodes[N_KEY, c]]]:
+                nodes[N_MID, p] = -1
+            if p != 0 and nodes[N_CHILDREN, p] == 0:
+                _push(nodes, hp, sc, p)
+            sc[C_SIZE] -= run
+            tokens -= run
+            freed += run
+        else:
+            d1 = nodes[N_D1, c] - tokens
+            _uncache(tr, state, nodes[N_BOTTOM, c], d1)
+            nodes[N_D1, c] = d1
+            bottom = nodes[N_BOTTOM, c]
+            while tr[T_DEPTH, tr[T_PARENT, bottom]] >= d1:
+                bottom = tr[T_PARENT, bottom]
+            nodes[N_BOTTOM, c] = bottom
+            sc[C_SIZE] -= tokens
+            freed += tokens
+            tokens = 0
+            heap_push(hp[0], hp[1], sc, s, c)
+    for i in range(n_aside):
+        heap_push(hp[0], hp[1], sc, aside[0, i], aside[1, i])
+    return aside
+
+
+@njit(cache=True)
+def _grow(array, needed):
+    """``array`` itself if it has ``needed`` columns, else a copy with at least twice as many."""
+    if array.shape[1] >= needed:
+        return array
+    wider = np.zeros((array.shape[0], max(needed, 2 * array.shape[1])), dtype=np.int64)
+    wider[:, : array.shape[1]] = array
+    return wider
+
+
+@njit(cache=True)
+def radix_serve(tr, state, nodes, hp, sc, path, ends, batch, hits):
+    """Serve the queries ending at trie nodes ``ends`` in consecutive batches of ``batch`` (the last may be
+    shorter), writing each query's hits into ``hits``; return the (possibly enlarged) node and heap arrays.
+
+    Per batch, as RadixPolicy.serve: the clock ticks; each query is matched against the pre-batch cache
+    (refresh, split, lock); if the batch's union of missing tokens overflows the budget by ``overflow`` >
+    0, leaves are evicted to free ``overflow`` tokens (shortfall) or all ``missing`` ones (allocation, as
+    far as anything is evictable); then each query is matched again (if the batch has more than one) and
+    its rest inserted as a new leaf."""
+    n = ends.size
+    starts = np.empty(batch, dtype=np.int64)
+    aside = np.empty((2, 16), dtype=np.int64)
+    for start in range(0, n, batch):
+        stop = min(start + batch, n)
+        size = stop - start
+        nodes = _grow(nodes, sc[C_LAST_CID] + 3 * size + 1)
+        hp = _grow(hp, sc[C_HEAP] + 3 * size + 1)
+        sc[C_CLOCK] += 1
+        clock = sc[C_CLOCK]
+        missing = 0
+        for q in range(start, stop):
+            plen = _load_path(tr, ends[q], path)
+            node, matched = _match(tr, state, nodes, hp, sc, path, plen, True)
+            hits[q] = matched
+            starts[q - start] = node
+            for i in range(plen):
+                v = path[i]
+                if state[S_SEEN, v] != clock:
+                    state[S_SEEN, v] = clock
+                    missing += tr[T_EDGE, v] - state[S_KEPT, v]
+        overflow = sc[C_SIZE] + missing - sc[C_BUDGET]
+        if overflow > 0:
+            aside = _evict(tr, state, nodes, hp, sc, aside, missing if sc[C_ALLOCATION] else overflow, overflow)
+        for q in range(start, stop):
+            plen = _load_path(tr, ends[q], path)
+            if size > 1:
+                node, matched = _match(tr, state, nodes, hp, sc, path, plen, True)
+            else:
+                node, matched = starts[0], hits[q]
+            _insert(tr, state, nodes, hp, sc, path, plen, node, matched)
+    return nodes, hp
+
+
+@njit(cache=True)
+def _cached_prefix(tr, state, end):
+    total = 0
+    v = end
+    while v != 0:
+        total += state[S_KEPT, v]
+        v = tr[T_PARENT, v]
+    return total
+
+
+def _trie_arrays(trie: PrefixTrie) -> np.ndarray:
+    return np.array([trie.parent, trie.depth, trie.tin, trie.tout, trie.edge_len], dtype=np.int64)
+
+
+class CompiledRadix(EvictionPolicy):
+    """A radix-family policy's cache served batch by batch through :func:`radix_serve`; the same hits, batch
+    for batch, as the per-edge class ``rule`` (L-LRU, token-LRU or FIFO-leaf) it is made for."""
+
+    def __init__(
+        self, rule: type, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
+    ) -> None:
+        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
+        self.name = rule.name
+        n = trie.n_nodes
+        self._trie = _trie_arrays(trie)
+        self._state = np.zeros((3, n), dtype=np.int64)
+        self._state[S_FIRST] = -1
+        self._nodes = np.zeros((10, 64), dtype=np.int64)
+        self._nodes[N_BOTTOM, 0] = 0
+        self._nodes[N_MID, 0] = -1
+        self._nodes[N_ALIVE, 0] = 1
+        self._heap = np.zeros((2, 64), dtype=np.int64)
+        self._scalars = np.zeros(8, dtype=np.int64)
+        self._scalars[C_BUDGET] = budget
+        self._scalars[C_REFRESH] = rule.refresh_on_hit
+        self._scalars[C_WHOLE] = rule.whole_node
+        self._scalars[C_ALLOCATION] = self.evict_amount == "allocation"
+        self._path = np.zeros(n, dtype=np.int64)
+        self._ends = np.asarray(trie.end, dtype=np.int64)
+
+    def serve_all(self, batch: int) -> np.ndarray:
+        """Serve every sequence of the trie in order, in batches of ``batch``; return each one's hits."""
+        return self._serve(self._ends, batch)
+
+    def serve(self, batch: Sequence[int]) -> list[int]:
+        return self._serve(self._ends[np.asarray(batch, dtype=np.int64)], len(batch)).tolist()
+
+    def _serve(self, ends: np.ndarray, batch: int) -> np.ndarray:
+        hits = np.zeros(ends.size, dtype=np.int64)
+        try:
+            self._nodes, self._heap = radix_serve(
+                self._trie, self._state, self._nodes, self._heap, self._scalars, self._path, ends, batch, hits
+            )
+        except RuntimeError as exc:
+            raise RuntimeError(str(exc)) from None
+        self.size = int(self._scalars[C_SIZE])
+        return hits
+
+    def cached_prefix(self, j: int) -> int:
+        return int(_cached_prefix(self._trie, self._state, self._ends[j]))
+
+    def kept(self) -> dict[int, int]:
+        kept = self._state[S_KEPT]
+        return {int(v): int(kept[v]) for v in np.flatnonzero(kept)}
+
+
+def run_radix(rule: type, trie: PrefixTrie, budget: int, batch: int, evict_amount: str = "shortfall") -> np.ndarray:
+    """Every query's hits under the radix rule of class ``rule`` for the whole run (one kernel call)."""
+    return CompiledRadix(rule, trie, budget, evict_amount=evict_amount).serve_all(batch)
