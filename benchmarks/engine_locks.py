@@ -60,8 +60,8 @@ class HeldLFU:
 
     held: list[int] = []
 
-    def _evict(self, tokens, on_paths):
-        super()._evict(tokens, set(on_paths) | {v for j in self.held for v in self.trie.path(j)})
+    def _evict(self, tokens, on_paths, *rest):
+        super()._evict(tokens, set(on_paths) | {v for j in self.held for v in self.trie.path(j)}, *rest)
 
 
 class HeldAuthors:

@@ -174,10 +174,10 @@ class _Held:
 
     held: list[int] = []
 
-    def _evict(self, tokens, locked):
+    def _evict(self, tokens, locked, *rest):
         paths = (self.trie.path(j) for j in self.held)
         extra = {id(node) for path in paths for node in self._match(path, mutate=False)[2]}
-        super()._evict(tokens, locked | extra)
+        super()._evict(tokens, locked | extra, *rest)
 
 
 def _serve_with_locks(self, new, matched):
