@@ -3,6 +3,7 @@ stopped without a solution says so, and the joint optimum runs when asked."""
 
 import json
 import subprocess
+import sys
 import time
 
 import pytest
@@ -27,6 +28,28 @@ def test_hard_deadline_stops_python_code_and_restores_an_outer_alarm():
         with hard_deadline(0.1):
             pass
         time.sleep(0.3)  # the outer alarm (5 s) is back, not the expired inner one
+
+
+def test_the_repeated_alarm_never_lands_inside_the_unraisable_hook(monkeypatch):
+    """An expired deadline fires every 50 ms; while ``sys.unraisablehook`` reports an exception a callback
+    dropped (pytest's hook formats its traceback), an alarm there would break the report. It waits for
+    ordinary code instead, and the block still stops."""
+    reported = []
+
+    def slow_hook(unraisable):
+        stop = time.monotonic() + 0.3  # six repeated alarms fall in here
+        while time.monotonic() < stop:
+            pass
+        reported.append(unraisable)
+
+    monkeypatch.setattr(sys, "unraisablehook", slow_hook)
+    with pytest.raises(OutOfTime), hard_deadline(0.02):
+        time.sleep(0.03)  # the first alarm's OutOfTime, taken as if a callback had dropped it
+    with pytest.raises(OutOfTime), hard_deadline(0.02):
+        sys.unraisablehook("dropped")
+        while True:
+            pass
+    assert reported == ["dropped"]
 
 
 def test_reaped_cbc_kills_what_pulp_started_and_left_running():

@@ -33,7 +33,8 @@ def hard_deadline(seconds: float | None):
     A SIGALRM timer, so only in the main thread (elsewhere, e.g. in a Dask worker thread, the solvers'
     own limits are all there is). Once expired it fires again every ``_REPEAT`` seconds until the block
     is left: an exception raised while Python runs a garbage-collector or weakref callback is dropped
-    there, and the next alarm lands in ordinary code. An alarm that arrives while this generator itself
+    there, and the next alarm lands in ordinary code (never inside ``sys.unraisablehook``, which reports
+    the dropped one). An alarm that arrives while this generator itself
     runs (leaving the block) raises nothing, so the timer is always disarmed. An alarm armed by someone
     else (pytest-timeout, say) is put back, with what was left of it, on the way out.
     """
@@ -44,6 +45,8 @@ def hard_deadline(seconds: float | None):
     def expire(signum, frame):
         if frame is not None and frame.f_code is own_code:
             return  # already leaving the block: the finally below disarms the timer
+        if _in_unraisable_hook(frame):
+            return  # reporting an exception a callback dropped: an exception here would break the report
         raise OutOfTime
 
     own_code = sys._getframe().f_code
@@ -58,6 +61,18 @@ def hard_deadline(seconds: float | None):
         if previous_delay > 0:
             left = previous_delay - (time.monotonic() - entered)
             signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), previous_interval)
+
+
+def _in_unraisable_hook(frame) -> bool:
+    """Whether ``frame`` runs inside ``sys.unraisablehook`` (a Python function, or a partial of one, as
+    pytest installs): the repeated alarm waits for the next ordinary frame instead of raising there."""
+    hook = sys.unraisablehook
+    code = getattr(getattr(hook, "func", hook), "__code__", None)
+    while frame is not None and code is not None:
+        if frame.f_code is code:
+            return True
+        frame = frame.f_back
+    return False
 
 
 @contextlib.contextmanager
