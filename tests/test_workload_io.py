@@ -102,3 +102,28 @@ def test_plain_files_read_in_bulk_equal_the_line_by_line_reading(tmp_path_factor
     if len(workload) > 1:
         tail = workload[1:]
         assert [q.tokens.tolist() for q in tail] == [row for _, row in expected[1:]]
+
+
+def test_plain_files_are_checked_in_pieces_cut_at_line_ends():
+    """The whole-file check runs piece by piece (``chunk`` bytes, then to the end of that line): a valid file
+    passes whatever the piece size, and a bad line is found in whichever piece it falls."""
+    from kvtheory.model.workload import _all_plain
+
+    good = b'{"tokens":[1,2]}\n\n{"tokens":[30]}\n{"tokens":[4]}\n{"tokens":[5,6,7]}'
+    for chunk in range(1, len(good) + 2):
+        assert _all_plain(good, chunk=chunk), chunk
+        assert _all_plain(good + b"\n", chunk=chunk), chunk
+    lines = good.split(b"\n")
+    for bad_line in range(len(lines)):
+        bad = b"\n".join(line + b" " if i == bad_line else line for i, line in enumerate(lines))
+        for chunk in range(1, len(bad) + 2):
+            assert not _all_plain(bad, chunk=chunk), (bad_line, chunk)
+
+
+def test_a_slice_or_a_selection_still_names_the_file_and_line(tmp_path):
+    path = _write(tmp_path, '{"tokens":[1]}\n\n{"tokens":[2]}\n{"tokens":[3]}\n')
+    workload = read_workload(path)
+    assert [workload.where(j) for j in range(3)] == [f"{path}:1", f"{path}:3", f"{path}:4"]
+    assert workload[1:].where(0) == f"{path}:3"
+    assert workload.select([2, 0]).where(0) == f"{path}:4"
+    assert [q.tokens.tolist() for q in workload.select([2, 0])] == [[3], [1]]
