@@ -1,0 +1,68 @@
+"""Each field kind of the shared record validation (kvtheory/model/records.py) at its boundaries, with the
+exact one-line message: what the readers' mutation run found untested (docs/mutation-testing.md)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from kvtheory.errors import InputError
+from kvtheory.model.records import INT64_MAX, INT64_MIN, Bool, Int, IntArray, Number, Numbers, Object, Text, show
+
+
+def message(kind, value) -> str:
+    with pytest.raises(InputError) as caught:
+        kind.check("f", value, "w.jsonl:3")
+    return str(caught.value)
+
+
+def test_show_keeps_short_values_whole_and_cuts_long_ones_to_the_limit():
+    assert show("x" * 38) == repr("x" * 38)  # 40 characters: kept
+    assert show("x" * 39) == repr("x" * 39)[:37] + "..."  # 41: cut to 40
+    assert len(show(list(range(100)))) == 40
+    assert show(list(range(100)), limit=10) == "[0, 1, ..."
+
+
+def test_numbers_are_checked_on_both_ends_inclusive():
+    kind = Number("a number in [0, 2]", lo=0.0, hi=2.0)
+    assert kind.check("f", 0, "w") == 0 and kind.check("f", 2.0, "w") == 2.0
+    assert message(kind, 2.0000001) == "w.jsonl:3: 'f' must be a number in [0, 2], got 2.0000001"
+    assert message(kind, -1e-9) == "w.jsonl:3: 'f' must be a number in [0, 2], got -1e-09"
+    assert message(kind, math.inf) == "w.jsonl:3: 'f' must be a number in [0, 2], got inf"
+    assert message(kind, True) == "w.jsonl:3: 'f' must be a number in [0, 2], got True"
+    whole = Int("an integer in [1, 3]", lo=1, hi=3)
+    assert whole.check("f", 1, "w") == 1 and whole.check("f", 3, "w") == 3
+    assert message(whole, 4) == "w.jsonl:3: 'f' must be an integer in [1, 3], got 4"
+    assert message(whole, 0) == "w.jsonl:3: 'f' must be an integer in [1, 3], got 0"
+
+
+def test_text_bool_and_object_name_the_value_they_refuse():
+    assert Text("a name").check("f", "a", "w") == "a"
+    assert message(Text("a name"), "") == "w.jsonl:3: 'f' must be a name, got ''"
+    assert Text("a note", empty=True).check("f", "", "w") == ""
+    assert message(Text("a note", empty=True), 7) == "w.jsonl:3: 'f' must be a note, got 7"
+    assert message(Bool(), 1) == "w.jsonl:3: 'f' must be true or false, got 1"
+    assert message(Object("an object"), [1]) == "w.jsonl:3: 'f' must be an object, got [1]"
+
+
+def test_number_lists_check_length_and_each_element():
+    pair = Numbers("a pair", length=2)
+    assert pair.check("f", [1, None], "w") == [1, None]
+    assert message(pair, [1]) == "w.jsonl:3: 'f' must be a pair, got [1]"
+    assert message(pair, [1, "2"]) == "w.jsonl:3: 'f' must be a pair, got [1, '2']"
+    assert message(Numbers("ratios"), [1.0, math.nan]) == "w.jsonl:3: 'f' must be ratios, got [1.0, nan]"
+
+
+def test_int_arrays_must_lie_within_int64_and_in_their_range():
+    IntArray("ids", element="id", lo=INT64_MIN, hi=INT64_MAX)  # the widest range is allowed
+    with pytest.raises(ValueError, match="within int64"):
+        IntArray("ids", element="id", lo=INT64_MIN - 1)
+    with pytest.raises(ValueError, match="within int64"):
+        IntArray("ids", element="id", hi=INT64_MAX + 1)
+    small = IntArray("ids in [0, 9]", element="id", lo=0, hi=9)
+    assert small.check("f", [0, 9], "w").tolist() == [0, 9]
+    assert message(small, [0, 10]) == "w.jsonl:3: id 10 is outside [0, 9]"
+    assert message(small, [-1, 5]) == "w.jsonl:3: id -1 is outside [0, 9]"
+    wide = IntArray("ids", element="id")
+    assert message(wide, [2**63]) == f"w.jsonl:3: id {2**63} does not fit in a signed 64-bit integer"
