@@ -149,6 +149,70 @@ def test_csv_and_plain_text_readers_against_hand_written_files(tmp_path):
     assert read_workload(tmp_path / "a.csv", "csv").where(2) == f"{tmp_path / 'a.csv'}:5"
 
 
+def test_csv_ids_are_64_bit_with_unsigned_ids_wrapped_to_the_same_bits(tmp_path):
+    ids = [-(2**63), 2**63 - 1, 2**63, 2**64 - 1, 0]
+    (tmp_path / "ids.csv").write_text("".join(f"{x},1\n" for x in ids))
+    workload = read_workload(tmp_path / "ids.csv", "csv")
+    assert workload.token_lists() == [[-(2**63)], [2**63 - 1], [-(2**63)], [-1], [0]]
+    assert workload.trie.n_nodes == 1 + 4  # 2**63 is -(2**63) again: one object
+    for bad in (2**64, -(2**63) - 1):
+        (tmp_path / "bad.csv").write_text(f"1\n{bad}\n")
+        with pytest.raises(InputError, match=f"bad.csv:2: object id '{bad}' is not a 64-bit integer"):
+            read_workload(tmp_path / "bad.csv", "csv")
+    (tmp_path / "header.csv").write_text("id,size\n5,1\nx,1\n")
+    with pytest.raises(InputError, match="header.csv:3: object id 'x'"):
+        read_workload(tmp_path / "header.csv", "csv")
+    (tmp_path / "headers.csv").write_text("id\nname\n5\n")
+    with pytest.raises(InputError, match="headers.csv:2: object id 'name'"):
+        read_workload(tmp_path / "headers.csv", "csv")  # only the first line may be a header
+
+
+def test_auto_detects_each_format_from_the_name_or_the_content(tmp_path):
+    (tmp_path / "w").write_text('  {"tokens": [1, 2]}\n')
+    (tmp_path / "m").write_text('{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1, 2]}\n')
+    (tmp_path / "torn").write_text('{"tokens": [1, 2], "hash_ids_note": 1')  # first line not valid JSON
+    (tmp_path / "torn-m").write_text('{"hash_ids": [1')
+    (tmp_path / "ids").write_text("5\n6\n")
+    (tmp_path / "IDS.CSV").write_bytes(b"\x00\x01")  # the name decides before the content
+    (tmp_path / "t.BIN").write_text("5\n")
+    (tmp_path / "raw").write_bytes(struct.pack("<IQIq", 1, 5, 1, -1))  # not UTF-8
+    (tmp_path / "raw-ascii").write_bytes(struct.pack("<IQIq", 1, 5, 1, 2))  # UTF-8, but with NUL bytes
+    (tmp_path / "cut").write_bytes(b"5\n" * 10 + "é".encode()[:1])  # text cut inside a character
+    expected = {
+        "w": "kvtheory",
+        "m": "mooncake",
+        "torn": "kvtheory",
+        "torn-m": "mooncake",
+        "ids": "csv",
+        "IDS.CSV": "csv",
+        "t.BIN": "oracle-general",
+        "raw": "oracle-general",
+        "raw-ascii": "oracle-general",
+        "cut": "csv",
+    }
+    assert {name: detect_format(tmp_path / name) for name in expected} == expected
+
+
+def test_a_columnar_workload_slices_with_its_arrivals_and_output_lengths():
+    from kvtheory.model.workload import QueryColumns
+
+    columns = QueryColumns(
+        np.array([1, 2, 3, 4, 5]), np.array([0, 2, 3, 5]), np.array([0.5, 1.5, 2.5]), np.array([7, 8, 9])
+    )
+    assert [(q.tokens.tolist(), q.arrival, q.output_len) for q in columns] == [
+        ([1, 2], 0.5, 7),
+        ([3], 1.5, 8),
+        ([4, 5], 2.5, 9),
+    ]
+    tail = columns[1:]
+    assert [(q.tokens.tolist(), q.arrival, q.output_len) for q in tail] == [([3], 1.5, 8), ([4, 5], 2.5, 9)]
+    assert [q.tokens.tolist() for q in columns[::2]] == [[1, 2], [4, 5]]
+    assert [q.tokens.tolist() for q in columns[2:1]] == []
+    assert columns[-1].tokens.tolist() == [4, 5] and columns == tuple(columns)
+    workload = Workload(columns)
+    assert workload.lengths.tolist() == [2, 1, 2] and workload.total_tokens == 5
+
+
 # -- bad input ---------------------------------------------------------------------------------------------
 GOOD = '{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1, 2]}'
 
