@@ -96,7 +96,7 @@ def run_policy(
     hits = cls.run_compiled(workload.trie, budget, batch, seed, evict_amount)
     if hits is not None:
         return result_of(workload, budget, cls.name, batch, seed, hits, evict_amount=evict_amount)
-    policy_run = cls.create(workload.trie, budget, seed=seed, evict_amount=evict_amount)
+    policy_run = cls.instantiate(workload.trie, budget, seed=seed, evict_amount=evict_amount)
     return drive(workload, budget, policy_run, cls.name, batch, seed, evict_amount=evict_amount)
 
 

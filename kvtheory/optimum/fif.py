@@ -30,12 +30,13 @@ import heapq
 from collections import Counter
 from collections.abc import Sequence
 
-from kvtheory.model.batches import validate
+from kvtheory.model.batches import batches, validate
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.model.workload import Workload
 from kvtheory.optimum.water_level import WaterLevel
 from kvtheory.policies.base import EvictionPolicy
-from kvtheory.simulate import RunResult, result_of
+from kvtheory.policies.compiled import core_pays_off
+from kvtheory.simulate import RunResult, drive, result_of
 
 
 class FurthestInFuture(EvictionPolicy):
@@ -127,14 +128,18 @@ class FurthestInFuture(EvictionPolicy):
 def run_fif(workload: Workload, budget: int, *, batch: int = 1) -> RunResult:
     """FIF on one worker: the exact optimum at batch size 1, an upper bound on it at beta >= 2
     (:func:`kvtheory.optimum.exact.solve_optimum` is exact at every batch size). The compiled core
-    :mod:`kvtheory.optimum.compiled_fif` serves the run; :class:`FurthestInFuture` is the rule it reproduces
-    hit for hit (tests/test_compiled_fif.py).
+    :mod:`kvtheory.optimum.compiled_fif` serves the run when it pays off (a run of 100,000 queries or more,
+    or numba loaded already: :func:`~kvtheory.policies.compiled.core_pays_off`), else
+    :class:`FurthestInFuture`, the rule it reproduces hit for hit (tests/test_compiled_fif.py).
 
     >>> w = Workload.from_token_lists([[1], [2], [3], [1], [2], [3]])
     >>> run_fif(w, 2).misses   # Belady: 3 compulsory misses, then one miss per two requests
     4
     """
     validate(workload, budget, batch)
+    if not core_pays_off(len(workload)):
+        fif = FurthestInFuture(workload.trie, budget, batches(len(workload), batch))
+        return drive(workload, budget, fif, "fif", batch, None)
     from kvtheory.optimum.compiled_fif import run_compiled_fif  # numba, imported by the runs that use it
 
     return result_of(workload, budget, "fif", batch, None, run_compiled_fif(workload.trie, budget, batch)[0])

@@ -47,11 +47,16 @@ class EvictionPolicy(ABC):
     ) -> EvictionPolicy:
         """The fastest exact implementation of this policy as an object served batch by batch (the cluster
         simulation's workers): a compiled core's where the family has one for this trie, else ``cls`` itself.
-        Both give the same hits, batch for batch, from the same seed.
+        Both give the same hits, batch for batch, from the same seed."""
+        return cls.instantiate(trie, budget, seed=seed, evict_amount=evict_amount)
 
-        The eviction amount is passed on only when it is not the default, so a user's policy written
-        without an ``evict_amount`` argument still runs (and is refused, with an InputError, for
-        ``"allocation"``)."""
+    @classmethod
+    def instantiate(
+        cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
+    ) -> EvictionPolicy:
+        """``cls`` itself, constructed. The eviction amount is passed on only when it is not the default, so
+        a user's policy written without an ``evict_amount`` argument still runs (and is refused, with an
+        InputError, for ``"allocation"``)."""
         if check_evict_amount(evict_amount) == "shortfall":
             return cls(trie, budget, seed=seed)
         try:

@@ -13,6 +13,7 @@ import numpy as np
 
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import EvictionPolicy
+from kvtheory.policies.compiled import core_pays_off
 
 _MIN_BLOCK = 256
 _SCAN_LIMIT = 64
@@ -96,7 +97,7 @@ class LeafTokenSampler(EdgeCache):
         """The compiled core served batch by batch (:class:`~kvtheory.policies.compiled.sampler.CompiledLeafSampler`)
         when the class opted in (``compiled_core`` on the class itself), else the class itself."""
         if not cls.__dict__.get("compiled_core", False):
-            return super().create(trie, budget, seed=seed, evict_amount=evict_amount)
+            return cls.instantiate(trie, budget, seed=seed, evict_amount=evict_amount)
         from kvtheory.policies.compiled.sampler import CompiledLeafSampler  # numba, imported by the runs that use it
 
         return CompiledLeafSampler(cls, trie, budget, seed=seed, evict_amount=evict_amount, min_block=_MIN_BLOCK)
@@ -108,8 +109,12 @@ class LeafTokenSampler(EdgeCache):
         """Every query's hits from the compiled core (:mod:`kvtheory.policies.compiled.sampler`), the same
         draws from the same seed, on any trie and for both eviction amounts, when the class opted in
         (``compiled_core = True`` on the class itself: a subclass that changes the rule does not inherit
-        it); None otherwise."""
+        it) and the core pays off (:func:`~kvtheory.policies.compiled.core_pays_off`, counting the tokens of
+        all queries); None otherwise."""
         if not cls.__dict__.get("compiled_core", False):
+            return None
+        tokens = int(np.asarray(trie.depth, dtype=np.int64)[np.asarray(trie.end, dtype=np.int64)].sum())
+        if not core_pays_off(len(trie.end), tokens):
             return None
         from kvtheory.policies.compiled.sampler import run_sampler
 

@@ -35,7 +35,7 @@ class LeafLFU(EdgeCache):
         """The compiled core served batch by batch (:class:`~kvtheory.policies.compiled.lfu.CompiledLFU`)
         where it serves this class (:meth:`_use_core`), else the class itself."""
         if not cls._use_core(trie):
-            return super().create(trie, budget, seed=seed, evict_amount=evict_amount)
+            return cls.instantiate(trie, budget, seed=seed, evict_amount=evict_amount)
         from kvtheory.policies.compiled.lfu import CompiledLFU
 
         return CompiledLFU(cls, trie, budget, seed=seed, evict_amount=evict_amount)

@@ -130,7 +130,7 @@ class RadixPolicy(EvictionPolicy):
         """The compiled core served batch by batch (:class:`~kvtheory.policies.compiled.radix.CompiledRadix`)
         where it serves this class (:meth:`_use_core`), else the class itself."""
         if not cls._use_core(trie):
-            return super().create(trie, budget, seed=seed, evict_amount=evict_amount)
+            return cls.instantiate(trie, budget, seed=seed, evict_amount=evict_amount)
         from kvtheory.policies.compiled.radix import CompiledRadix
 
         return CompiledRadix(cls, trie, budget, seed=seed, evict_amount=evict_amount)

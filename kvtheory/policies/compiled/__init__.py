@@ -9,8 +9,13 @@ import sys
 #: same hits.
 CORE_MIN_QUERIES = 100_000
 
+#: ... or of at least this many tokens in all, for the samplers (RLT, random-leaf), whose per-edge classes
+#: take a step per block of draws, so that their cost grows with the tokens evicted rather than the queries.
+CORE_MIN_TOKENS = 50_000_000
 
-def core_pays_off(queries: int) -> bool:
-    """Whether a run of ``queries`` queries should load a compiled core: it is long enough
-    (:data:`CORE_MIN_QUERIES`), or numba is loaded in this process already."""
-    return queries >= CORE_MIN_QUERIES or "numba" in sys.modules
+
+def core_pays_off(queries: int, tokens: int = 0) -> bool:
+    """Whether a run of ``queries`` queries (``tokens`` tokens in all, where the policy's per-edge cost
+    grows with them) should load a compiled core: it is long enough (:data:`CORE_MIN_QUERIES`,
+    :data:`CORE_MIN_TOKENS`), or numba is loaded in this process already."""
+    return queries >= CORE_MIN_QUERIES or tokens >= CORE_MIN_TOKENS or "numba" in sys.modules
