@@ -20,7 +20,7 @@ from kvtheory.model.batches import batches, slack, validate
 from kvtheory.model.query import BlockQuery, Query
 from kvtheory.model.traces import read_workload, write_mooncake
 from kvtheory.model.trie import PrefixTrie
-from kvtheory.model.workload import Workload, write_workload
+from kvtheory.model.workload import QueryColumns, Workload, write_workload
 from kvtheory.optimum.exact import Optimum, fif_bracket, solve_optimum
 from kvtheory.optimum.fif import FurthestInFuture, run_fif
 from kvtheory.optimum.flow_bound import weighted_paging_bound
@@ -77,6 +77,7 @@ __all__ = [
     "LeafLRU",
     "PrefixTrie",
     "Query",
+    "QueryColumns",
     "RandomLeaf",
     "RandomizedLeafToken",
     "RatioReport",
