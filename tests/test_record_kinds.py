@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from kvtheory.errors import InputError
@@ -66,3 +67,40 @@ def test_int_arrays_must_lie_within_int64_and_in_their_range():
     assert message(small, [-1, 5]) == "w.jsonl:3: id -1 is outside [0, 9]"
     wide = IntArray("ids", element="id")
     assert message(wide, [2**63]) == f"w.jsonl:3: id {2**63} does not fit in a signed 64-bit integer"
+
+
+def test_the_fast_array_cut_takes_plain_decimal_lists_only():
+    """The JSON Lines fast path's cut (``_fast_array``): the array of the key, read with numpy, and the
+    line with a sentinel in its place; None (hand the line to the strict parser) for anything unusual."""
+    from kvtheory.model.records import _SENTINEL, _fast_array
+
+    array, rest = _fast_array(b'{"tokens": [1, 22,333], "x": [4]}', "tokens")
+    assert array.tolist() == [1, 22, 333] and array.dtype == np.int64
+    assert rest == b'{"tokens": ' + _SENTINEL + b', "x": [4]}'
+    assert _fast_array(b'{"tokens": [1,\t2 ]}', "tokens")[0].tolist() == [1, 2]  # blanks and tabs
+    array, rest = _fast_array(b'{"a":1,"tokens"\t:\t[0]}', "tokens")
+    assert array.tolist() == [0] and rest == b'{"a":1,"tokens"\t:\t' + _SENTINEL + b"}"
+    for line in (
+        b'{"token": [1]}',  # no such key
+        b'{"tokens": [1, 2}',  # no closing bracket
+        b'{"tokens": [1.5]}',
+        b'{"tokens": [-1]}',
+        b'{"tokens": []}',
+        b'{"tokens": [ ]}',
+        b'{"tokens": [1,,2]}',
+        b'{"tokens": [1,2,]}',
+        b'{"tokens": [07]}',
+        b'{"tokens": [9223372036854775807]}',  # numpy saturates at int64's largest value
+        b'{"tokens": [1], "note": "' + _SENTINEL + b'"}',  # the sentinel elsewhere on the line
+        b'{"note": "' + _SENTINEL + b'", "tokens": [1]}',
+    ):
+        assert _fast_array(line, "tokens") is None, line
+
+
+def test_leading_zeros_are_found_in_any_number_of_a_list():
+    from kvtheory.model.records import _leading_zero
+
+    for text in (b"0", b"0,0", b"10", b"100, 0", b"1,0", b"0, 10", b"90,0"):
+        assert not _leading_zero(text), text
+    for text in (b"07", b"00", b"1,07", b"10, 05", b"0,00", b"3, 0 ,012"):
+        assert _leading_zero(text), text
