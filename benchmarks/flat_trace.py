@@ -19,13 +19,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
+from whole_process import KVTHEORY, Measured
+from whole_process import measure as measure_process
 
 POLICIES = ["lru", "token-lru", "fifo", "rlt", "random-leaf", "lfu"]
 
@@ -57,67 +56,27 @@ def write_traces(pages: np.ndarray, folder: str) -> tuple[str, str]:
     return jsonl, binary
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def libcachesim_lru(binary: str, budget: int, requests: int, repeats: int) -> dict:
     try:
         import libcachesim  # noqa: F401
     except ImportError:
         return {"available": False, "note": "libcachesim is not installed: pip install -e .[bench]"}
-    walls, cpus, peaks, misses = [], [], [], None
-    for _ in range(repeats):
-        start, cpu = time.perf_counter(), _children_cpu()
-        done = subprocess.run(
-            [sys.executable, "-c", _LIBCACHESIM, binary, str(budget), str(requests)],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        walls.append(time.perf_counter() - start)
-        cpus.append(_children_cpu() - cpu)
-        misses = int(done.stdout.split()[0])
-        peaks.append(int(done.stderr.split()[-1]) / 1024)
+    run = measure_process(_LIBCACHESIM, [binary, str(budget), str(requests)], repeats)
+    return {"available": True, "misses": int(run.stdout.split()[0]), **_figures(run)}
+
+
+def _figures(run: Measured) -> dict:
     return {
-        "available": True,
-        "misses": misses,
-        "process_seconds": sorted(walls)[len(walls) // 2],
-        "process_cpu_seconds": sorted(cpus)[len(cpus) // 2],
-        "process_peak_rss_mb": max(peaks),
+        "process_seconds": run.wall_seconds,
+        "process_cpu_seconds": run.cpu_seconds,
+        "process_peak_rss_mb": run.peak_rss_mb,
     }
-
-
-_MEASURED = (
-    "import sys\n"
-    "from kvtheory.cli import main\n"
-    "code = main(sys.argv[1:])\n"
-    "status = open('/proc/self/status').read()\n"
-    "peak = [line for line in status.splitlines() if line.startswith('VmHWM')][0].split()[1]\n"
-    "print(peak, file=sys.stderr)\n"
-    "sys.exit(code)\n"
-)
 
 
 def kvtheory_process(argv: list[str], repeats: int) -> dict:
     """Median wall time, peak resident memory and misses of a whole ``kvtheory`` process."""
-    walls, cpus, peaks, misses = [], [], [], None
-    for _ in range(repeats):
-        start, cpu = time.perf_counter(), _children_cpu()
-        done = subprocess.run([sys.executable, "-c", _MEASURED, *argv], capture_output=True, text=True)
-        walls.append(time.perf_counter() - start)
-        cpus.append(_children_cpu() - cpu)
-        if done.returncode != 0:
-            raise RuntimeError(f"kvtheory {' '.join(argv)} failed: {done.stderr.strip()}")
-        misses = int(json.loads(done.stdout)["misses"])
-        peaks.append(int(done.stderr.split()[-1]) / 1024)
-    return {
-        "misses": misses,
-        "process_seconds": sorted(walls)[len(walls) // 2],
-        "process_cpu_seconds": sorted(cpus)[len(cpus) // 2],
-        "process_peak_rss_mb": max(peaks),
-    }
+    run = measure_process(KVTHEORY, argv, repeats)
+    return {"misses": int(json.loads(run.stdout)["misses"]), **_figures(run)}
 
 
 def clear_numba_cache() -> None:

@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +27,8 @@ from functools import partial
 
 from flat_trace import POLICIES as FLAT_POLICIES
 from flat_trace import measure as measure_flat_trace
+from whole_process import KVTHEORY
+from whole_process import measure as measure_process
 
 from kvtheory import run_fif, run_policy, write_workload
 from kvtheory.reference import reference_run
@@ -45,31 +46,10 @@ def _median_time(function, repeats: int) -> tuple[float, object]:
     return statistics.median(times), result
 
 
-_MEASURED = (
-    "import sys\n"
-    "from kvtheory.cli import main\n"
-    "code = main(sys.argv[1:])\n"
-    "status = open('/proc/self/status').read()\n"
-    "peak = [line for line in status.splitlines() if line.startswith('VmHWM')][0].split()[1]\n"
-    "print(peak, file=sys.stderr)\n"
-    "sys.exit(code)\n"
-)
-
-
 def _process(argv: list[str], repeats: int) -> dict:
-    """Median wall time of a whole CLI process, and its peak resident memory (VmHWM, which execve
-    resets, unlike ru_maxrss which would count the benchmark process it was forked from)."""
-    walls, peaks = [], []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        done = subprocess.run(
-            [sys.executable, "-c", _MEASURED, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-        )
-        walls.append(time.perf_counter() - start)
-        if done.returncode != 0:
-            raise RuntimeError(f"kvtheory {' '.join(argv)} failed: {done.stderr.strip()}")
-        peaks.append(int(done.stderr.split()[-1]) / 1024)
-    return {"process_seconds": statistics.median(walls), "process_peak_rss_mb": max(peaks)}
+    """Median wall time of a whole CLI process, and its peak resident memory."""
+    run = measure_process(KVTHEORY, argv, repeats)
+    return {"process_seconds": run.wall_seconds, "process_peak_rss_mb": run.peak_rss_mb}
 
 
 def _run(workload, budget: int, name: str, seed: int = 0):

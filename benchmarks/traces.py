@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
+
+from whole_process import KVTHEORY, printing_peak
+from whole_process import measure as measure_process
 
 from kvtheory import read_workload, write_mooncake
 from kvtheory.workloads import generate
@@ -37,39 +37,15 @@ TRACE = {  # 2,000 conversations of 2..10 turns: 12,000 requests, 154,111,411 to
 }
 BUDGET = 2_000_000
 
-_MEASURED = (
-    "import sys\n"
-    "from kvtheory.cli import main\n"
-    "code = main(sys.argv[1:])\n"
-    "status = open('/proc/self/status').read()\n"
-    "peak = [line for line in status.splitlines() if line.startswith('VmHWM')][0].split()[1]\n"
-    "print(peak, file=sys.stderr)\n"
-    "sys.exit(code)\n"
-)
-_READ = (
-    "import sys\n"
-    "from kvtheory import read_workload\n"
-    "workload = read_workload(sys.argv[1], 'mooncake')\n"
-    "workload.trie\n"
-    "status = open('/proc/self/status').read()\n"
-    "peak = [line for line in status.splitlines() if line.startswith('VmHWM')][0].split()[1]\n"
-    "print(peak, file=sys.stderr)\n"
+_READ = printing_peak(
+    "import sys\nfrom kvtheory import read_workload\nworkload = read_workload(sys.argv[1], 'mooncake')\nworkload.trie\n"
 )
 
 
 def _process(program: str, argv: list[str], repeats: int) -> dict:
-    """Median wall time of a whole Python process, and its peak resident memory (VmHWM, which execve resets)."""
-    walls, peaks = [], []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        done = subprocess.run(
-            [sys.executable, "-c", program, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-        )
-        walls.append(time.perf_counter() - start)
-        if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(argv)} failed: {done.stderr.strip()}")
-        peaks.append(int(done.stderr.split()[-1]) / 1024)
-    return {"process_seconds": round(statistics.median(walls), 3), "process_peak_rss_mb": round(max(peaks), 1)}
+    """Median wall time of a whole Python process, and its peak resident memory."""
+    run = measure_process(program, argv, repeats)
+    return {"process_seconds": round(run.wall_seconds, 3), "process_peak_rss_mb": round(run.peak_rss_mb, 1)}
 
 
 def main() -> None:
@@ -100,15 +76,15 @@ def main() -> None:
         report["read"] = _process(_READ, [path], args.repeats)
         common = ["--workload", path, "--budget", str(budget), "--json"]
         for name in POLICIES:
-            report[name] = _process(_MEASURED, ["evict", *common, "--policy", name], args.repeats)
-        report["fif"] = _process(_MEASURED, ["opt", *common], args.repeats)
+            report[name] = _process(KVTHEORY, ["evict", *common, "--policy", name], args.repeats)
+        report["fif"] = _process(KVTHEORY, ["opt", *common], args.repeats)
         low = workload.max_length
         report["mrc"] = {
             "budgets": f"{low}:{trie.distinct_tokens}:8",
             "policies": "lru,rlt,fif",
             "workers": 2,
             **_process(
-                _MEASURED,
+                KVTHEORY,
                 ["mrc", "--workload", path, "--budget-range", f"{low}:{trie.distinct_tokens}:8"]
                 + ["--policies", "lru,rlt,fif", "--workers", "2", "--json"],
                 args.repeats,
