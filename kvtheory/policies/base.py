@@ -93,6 +93,30 @@ class EvictionPolicy(ABC):
         """The cache as {trie node v: tokens of edge v cached, counted from the edge's head}, zeros left out."""
 
 
+def kept_of_array(kept: np.ndarray) -> dict[int, int]:
+    """:meth:`EvictionPolicy.kept` of a cache held as an array of tokens kept per trie node."""
+    return {int(v): int(kept[v]) for v in np.flatnonzero(kept)}
+
+
+class KernelServed(EvictionPolicy):
+    """A compiled core's cache as a policy object: :meth:`_serve` runs the kernel over the queries that end
+    at trie nodes ``ends``, in batches of ``batch``, and returns their hits; ``_ends`` holds each trie
+    sequence's end node."""
+
+    _ends: np.ndarray
+
+    def serve_all(self, batch: int) -> np.ndarray:
+        """Serve every sequence of the trie in order, in batches of ``batch``; return each one's hits."""
+        return self._serve(self._ends, batch)
+
+    def serve(self, batch: Sequence[int]) -> list[int]:
+        return self._serve(self._ends[np.asarray(batch, dtype=np.int64)], len(batch)).tolist()
+
+    @abstractmethod
+    def _serve(self, ends: np.ndarray, batch: int) -> np.ndarray:
+        """Hits of the queries ending at ``ends``, served in batches of ``batch``."""
+
+
 EVICT_AMOUNTS = ("shortfall", "allocation")
 
 

@@ -12,7 +12,7 @@ from collections.abc import Collection, Sequence
 import numpy as np
 
 from kvtheory.model.trie import PrefixTrie
-from kvtheory.policies.base import EvictionPolicy
+from kvtheory.policies.base import EvictionPolicy, kept_of_array
 from kvtheory.policies.compiled import core_pays_off
 
 _MIN_BLOCK = 256
@@ -35,7 +35,7 @@ class EdgeCache(EvictionPolicy):
         return int(sum(kept[v] for v in self.trie.path(j)))
 
     def kept(self) -> dict[int, int]:
-        return {int(v): int(self._kept[v]) for v in np.flatnonzero(self._kept)}
+        return kept_of_array(self._kept)
 
     def _fill(self, paths: Sequence[Sequence[int]]) -> None:
         """Make every token node of ``paths`` resident (room has been made)."""

@@ -14,13 +14,11 @@ is one call, and :class:`CompiledLFU` (what ``LeafLFU.create`` returns) calls it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 from numba import njit
 
 from kvtheory.model.trie import PrefixTrie
-from kvtheory.policies.base import EvictionPolicy
+from kvtheory.policies.base import KernelServed, kept_of_array
 from kvtheory.policies.compiled.flat import heap_pop, heap_push
 
 # rows of the per-trie-node state
@@ -150,7 +148,7 @@ def _cached_prefix(parent, state, end):
     return total
 
 
-class CompiledLFU(EvictionPolicy):
+class CompiledLFU(KernelServed):
     """LFU-leaf's cache served batch by batch through :func:`lfu_serve`; the same hits, batch for batch, as
     :class:`~kvtheory.policies.lfu.LeafLFU`."""
 
@@ -171,13 +169,6 @@ class CompiledLFU(EvictionPolicy):
         self._touched = np.zeros(n, dtype=np.int64)
         self._ends = np.asarray(trie.end, dtype=np.int64)
 
-    def serve_all(self, batch: int) -> np.ndarray:
-        """Serve every sequence of the trie in order, in batches of ``batch``; return each one's hits."""
-        return self._serve(self._ends, batch)
-
-    def serve(self, batch: Sequence[int]) -> list[int]:
-        return self._serve(self._ends[np.asarray(batch, dtype=np.int64)], len(batch)).tolist()
-
     def _serve(self, ends: np.ndarray, batch: int) -> np.ndarray:
         if self._scalars[C_STEP] + -(-ends.size // batch) > self._max_steps:
             raise ValueError("too many steps for the LFU core's int64 heap keys")
@@ -195,8 +186,7 @@ class CompiledLFU(EvictionPolicy):
         return int(_cached_prefix(self._parent, self._state, self._ends[j]))
 
     def kept(self) -> dict[int, int]:
-        kept = self._state[S_KEPT]
-        return {int(v): int(kept[v]) for v in np.flatnonzero(kept)}
+        return kept_of_array(self._state[S_KEPT])
 
 
 def run_lfu(rule: type, trie: PrefixTrie, budget: int, batch: int, evict_amount: str = "shortfall") -> np.ndarray:

@@ -28,13 +28,11 @@ dependency: there is no interpreted fallback.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 from numba import njit
 
 from kvtheory.model.trie import PrefixTrie
-from kvtheory.policies.base import EvictionPolicy
+from kvtheory.policies.base import KernelServed, kept_of_array
 from kvtheory.policies.compiled.flat import heap_pop, heap_push
 
 # rows of the trie array
@@ -323,7 +321,7 @@ def _trie_arrays(trie: PrefixTrie) -> np.ndarray:
     return np.array([trie.parent, trie.depth, trie.tin, trie.tout, trie.edge_len], dtype=np.int64)
 
 
-class CompiledRadix(EvictionPolicy):
+class CompiledRadix(KernelServed):
     """A radix-family policy's cache served batch by batch through :func:`radix_serve`; the same hits, batch
     for batch, as the per-edge class ``rule`` (L-LRU, token-LRU or FIFO-leaf) it is made for."""
 
@@ -349,13 +347,6 @@ class CompiledRadix(EvictionPolicy):
         self._path = np.zeros(n, dtype=np.int64)
         self._ends = np.asarray(trie.end, dtype=np.int64)
 
-    def serve_all(self, batch: int) -> np.ndarray:
-        """Serve every sequence of the trie in order, in batches of ``batch``; return each one's hits."""
-        return self._serve(self._ends, batch)
-
-    def serve(self, batch: Sequence[int]) -> list[int]:
-        return self._serve(self._ends[np.asarray(batch, dtype=np.int64)], len(batch)).tolist()
-
     def _serve(self, ends: np.ndarray, batch: int) -> np.ndarray:
         hits = np.zeros(ends.size, dtype=np.int64)
         try:
@@ -371,8 +362,7 @@ class CompiledRadix(EvictionPolicy):
         return int(_cached_prefix(self._trie, self._state, self._ends[j]))
 
     def kept(self) -> dict[int, int]:
-        kept = self._state[S_KEPT]
-        return {int(v): int(kept[v]) for v in np.flatnonzero(kept)}
+        return kept_of_array(self._state[S_KEPT])
 
 
 def run_radix(rule: type, trie: PrefixTrie, budget: int, batch: int, evict_amount: str = "shortfall") -> np.ndarray:

@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from kvtheory.model.trie import PrefixTrie
-from kvtheory.policies.base import EvictionPolicy
+from kvtheory.policies.base import EvictionPolicy, kept_of_array
 
 # indices into the int64 ``counters`` array of a sampler's state
 _SIZE, _POOL, _MARKED, _STEP, _PHASES = 0, 1, 2, 3, 4
@@ -346,5 +346,4 @@ class CompiledLeafSampler(EvictionPolicy):
         return int(_path_sum(state.parent, state.ends, state.kept, j))
 
     def kept(self) -> dict[int, int]:
-        kept = self._state.kept
-        return {int(v): int(kept[v]) for v in np.flatnonzero(kept)}
+        return kept_of_array(self._state.kept)
