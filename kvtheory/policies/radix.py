@@ -34,6 +34,19 @@ class _Node:
         self.alive = True
 
 
+def put_above(trie: PrefixTrie, head, child) -> None:
+    """Link the new node ``head`` (covering ``child``'s tokens down to trie node ``head.bottom``, strictly
+    inside ``child``) in ``child``'s place, with ``child`` left as its only child, keyed by the trie node
+    whose edge holds ``child``'s first token now. Nodes are any objects with ``parent``, ``children``,
+    ``key``, ``bottom``, ``d0`` and ``d1`` (this tree's and :mod:`kvtheory.policies.rlt_authors`')."""
+    child.parent.children[child.key] = head
+    tail_key = child.bottom
+    while trie.parent[tail_key] != head.bottom:
+        tail_key = trie.parent[tail_key]
+    child.parent, child.key, child.d0 = head, tail_key, head.d1
+    head.children[tail_key] = child
+
+
 class RadixPolicy(EvictionPolicy):
     """Leaf eviction on a radix tree of runs of tokens, ordered by (stamp, cid), oldest first.
 
@@ -95,14 +108,8 @@ class RadixPolicy(EvictionPolicy):
 
         The tail keeps the original node's creation id (its age), the head gets a new one.
         """
-        parent = self.trie.parent
         head = _Node(child.parent, child.d0, self.trie.depth[at], at, child.key, child.stamp, self._new_cid())
-        child.parent.children[child.key] = head
-        tail_key = child.bottom
-        while parent[tail_key] != at:
-            tail_key = parent[tail_key]
-        child.parent, child.key, child.d0 = head, tail_key, head.d1
-        head.children[tail_key] = child
+        put_above(self.trie, head, child)
         if not child.children:
             self._push(child)
         return head

@@ -17,6 +17,7 @@ import numpy as np
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies import register_policy
 from kvtheory.policies.base import EvictionPolicy, union_misses
+from kvtheory.policies.radix import put_above
 
 
 class _Node:
@@ -99,14 +100,8 @@ class AuthorsRLT(EvictionPolicy):
     def _split(self, child: _Node, at: int) -> _Node:
         """Split ``child`` at trie node ``at`` (strictly inside it); return the new upper node. The lower
         part keeps the original node (its mark; SGLang's ``_split_node``)."""
-        parent = self.trie.parent
         head = _Node(child.parent, child.d0, self.trie.depth[at], at, child.key)
-        child.parent.children[child.key] = head
-        tail_key = child.bottom
-        while parent[tail_key] != at:
-            tail_key = parent[tail_key]
-        child.parent, child.key, child.d0 = head, tail_key, head.d1
-        head.children[tail_key] = child
+        put_above(self.trie, head, child)
         return head
 
     def _split_and_mark(self, child: _Node, at: int) -> _Node:
