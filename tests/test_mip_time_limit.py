@@ -214,3 +214,14 @@ def test_the_solver_is_told_to_stop_before_the_callers_limit(monkeypatch):
     assert solvers.solve(pulp.LpProblem("p"), "cbc", 10.0, mip=True, gap_abs=0.5) == "answer"
     assert solvers.solve(pulp.LpProblem("p"), "cbc", None, mip=True, gap_abs=0.5) == "answer"
     assert told == [pytest.approx(10.0 * (1 - solvers._MARGIN)), None] and told[0] < 10.0
+
+
+def test_a_solve_cut_off_without_a_bound_falls_back_to_the_distinct_tokens(monkeypatch):
+    """The hard deadline stopped the solver (no incumbent, no bound from it): each distinct token node is
+    still missed at least once, and that is the bound reported."""
+    from kvtheory.optimum import mip
+    from kvtheory.optimum.solvers import Outcome
+
+    monkeypatch.setattr(mip, "solve", lambda *args, **kwargs: Outcome("no_solution", None, None))
+    result = solve_mip(PAGES, 2, solver="cbc", time_limit=60)
+    assert (result.status, result.misses, result.bound, result.gap) == ("no_solution", None, 3.0, None)
