@@ -60,3 +60,14 @@ def test_an_interrupted_flow_bound_keeps_fif_over_the_distinct_tokens(monkeypatc
 def test_a_time_limit_that_is_not_positive_is_refused_naming_it(limit):
     with pytest.raises(InputError, match=rf"^time limit must be a positive number of seconds, got {limit}$"):
         solve_optimum(W, 4, time_limit=limit)
+
+
+def test_fif_refuses_a_batch_that_cannot_fit_naming_it():
+    """Two queries of 2 distinct tokens each fit B = 3 one at a time, not as one batch."""
+    workload = Workload.from_token_lists([[1, 2], [3, 4]])
+    assert run_fif(workload, 3).misses == 4
+    with pytest.raises(
+        InputError,
+        match=r"^query 0: batch 0 \(2 queries\) needs 4 token nodes resident at once, more than the budget B = 3$",
+    ):
+        run_fif(workload, 3, batch=2)
