@@ -205,7 +205,7 @@ class LBGRCalibrated(Router):
     def state(self) -> dict:
         if self._learn == "full":
             return {"weights": [w.round(6).tolist() for w in self._weights], "updates": self._updates}
-        return {"theta": [round(t, 6) for t in self._theta], "updates": self._updates}
+        return {"theta": [round(float(t), 6) for t in self._theta], "updates": self._updates}
 
 
 @register_router
