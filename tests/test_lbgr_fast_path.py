@@ -1,11 +1,13 @@
 """lbgr-calibrated and lbgr-full route exactly as their numpy implementation did (tests/lbgr_numpy_reference.py):
 the same worker, hits and finish time for every query, and the same learned state, on both of lbgr-full's
-paths (the compiled prediction and RLS step, kvtheory/cluster/routers/compiled_rls.py, and numpy), bit for
+paths (the compiled prediction and RLS step, kvtheory/cluster/routers/compiled/rls.py, and numpy), bit for
 bit. A reassociated sum changes routes (test_an_unfused_prediction_changes_routes), so equality is checked
 exactly, never with a tolerance."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import replace
 
 import numpy as np
@@ -16,8 +18,8 @@ import kvtheory.cluster.routers.lbgr_calibrated as lbgr_calibrated
 from kvtheory.cluster.cluster import Cluster, Worker
 from kvtheory.cluster.costmodel import cost_model_by_name
 from kvtheory.cluster.routers import RouterView, router_class
-from kvtheory.cluster.routers import compiled_rls
-from kvtheory.cluster.routers.compiled_rls import predict, rls_update
+from kvtheory.cluster.routers.compiled import rls as compiled_rls
+from kvtheory.cluster.routers.compiled.rls import predict, rls_update
 from kvtheory.cluster.simulation import simulate
 from kvtheory.workloads import generate
 
@@ -97,6 +99,29 @@ def test_the_compiled_path_is_taken_when_it_pays_off(monkeypatch):
         take_path(monkeypatch, path)
         assert router_class("lbgr-full")(view)._compiled is (path == "compiled")
         assert router_class("lbgr-calibrated")(view)._compiled is False  # learn=bias needs no numba
+
+
+def test_a_short_run_in_a_fresh_process_does_not_load_numba():
+    """As the policies' cores (tests/test_compiled_cores.py): a short lbgr-full run with a policy that has no
+    compiled core in use takes the numpy path without paying numba's load; a long one (here: the threshold
+    lowered) loads it, with the same routes."""
+    script = (
+        "import sys\n"
+        "from kvtheory.cluster.cluster import Cluster\n"
+        "from kvtheory.cluster.simulation import simulate\n"
+        "from kvtheory.policies import compiled\n"
+        "from kvtheory.workloads import generate\n"
+        "w = generate('gsp', {'groups': 4, 'prompts': 4, 'lengths': [64, 128]}, seed=0)\n"
+        "cluster = Cluster.uniform(2, 300, a_miss=1e-4, a_cached=1e-5, decode_base=1e-2)\n"
+        "numpy_path = simulate(w, cluster, 'lbgr-full', 'lru')\n"
+        "assert 'numba' not in sys.modules\n"
+        "compiled.CORE_MIN_QUERIES = 3\n"
+        "compiled_path = simulate(w, cluster, 'lbgr-full', 'lru')\n"
+        "assert 'numba' in sys.modules\n"
+        "assert compiled_path.worker.tolist() == numpy_path.worker.tolist()\n"
+        "assert compiled_path.finish.tolist() == numpy_path.finish.tolist()\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)
 
 
 def test_an_unfused_prediction_changes_routes(monkeypatch):

@@ -86,7 +86,7 @@ class LBGRCalibrated(Router):
         self._covariance = np.tile(np.eye(5) * o["p0"], (self.m, 1, 1))
         self._compiled = self._learn == "full" and core_pays_off(len(view.lengths))
         if self._compiled:
-            from kvtheory.cluster.routers.compiled_rls import predict, rls_update  # numba, loaded when it pays off
+            from kvtheory.cluster.routers.compiled.rls import predict, rls_update  # numba, loaded when it pays off
 
             self._predict, self._rls_update = predict, rls_update
         self._updates = 0
@@ -179,7 +179,7 @@ class LBGRCalibrated(Router):
         return True
 
     def _learn_full(self, i: int, feature: tuple[float, ...], latency: float) -> bool:
-        """RLS on all five weights (:func:`~kvtheory.cluster.routers.compiled_rls.rls_update` states the step),
+        """RLS on all five weights (:func:`~kvtheory.cluster.routers.compiled.rls.rls_update` states the step),
         compiled or with numpy, which round alike."""
         cap = float(self._p0 * 5)
         if self._compiled:
