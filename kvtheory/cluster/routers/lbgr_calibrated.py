@@ -40,6 +40,10 @@ class LBGRCalibrated(Router):
     the four coefficients kept non-negative, P0 = 1 (features are in seconds, weights dimensionless)
     and the trace of the covariance capped at 5 * P0 against windup in directions the data do not
     excite (c and O are nearly constant on many workloads). ``learn=none`` keeps theta = 0.
+
+    With ``learn=full`` the predictions and the RLS step run compiled (:mod:`kvtheory.cluster.routers.compiled.rls`)
+    where a compiled core pays off (:func:`~kvtheory.policies.compiled.core_pays_off`), else with numpy; the
+    two round every operation alike, so they route alike.
     """
 
     name = "lbgr-calibrated"

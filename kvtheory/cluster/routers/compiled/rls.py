@@ -2,16 +2,18 @@
 of one worker's five weights, rounded exactly as the numpy expressions of
 :class:`~kvtheory.cluster.routers.lbgr_calibrated.LBGRCalibrated` are, so both give the same routes.
 
-numpy computes ``w @ x`` (five float64) with BLAS ddot and ``P @ x`` (5 x 5, C order) with BLAS dgemv; the
-OpenBLAS kernels numpy ships (x86-64, Haswell and Zen) round them as follows, with fma(a, b, c) = a * b + c
-rounded once (IEEE 754 fusedMultiplyAdd):
+numpy computes ``w @ x`` (five float64) with BLAS ddot and ``P @ x`` (5 x 5, C order) with BLAS dgemv. The
+OpenBLAS numpy ships (0.3.31; measured with the SkylakeX kernels it picks on an AVX-512 AMD EPYC) rounds
+them as follows, with fma(a, b, c) = a * b + c rounded once (IEEE 754 fusedMultiplyAdd):
 
     ddot:  s = 0; s = fma(x_k, y_k, s) for k = 0 .. 4
     dgemv: (P x)_r = fma(P_r4, x_4, (P_r0 x_0 + P_r2 x_2) + (P_r1 x_1 + P_r3 x_3))
 
-(every product and sum rounded). Element-wise numpy operations round each operation once, as here. These
-orders were found by comparing numpy's results with candidate orders on random inputs; the comparison of
-the whole router against the numpy one (tests/test_lbgr_fast_path.py) checks them on this machine.
+(every other product and sum rounded). Element-wise numpy operations round each operation once, as here.
+These orders were found by comparing numpy's results with candidate orders on random inputs (a plain
+left-to-right sum differs in about a quarter of them). A BLAS that rounds otherwise would make numpy's
+routes, and so the numpy path's, differ from these: tests/test_lbgr_fast_path.py compares the two, route
+for route and bit for bit, wherever the tests run.
 """
 
 from __future__ import annotations
