@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from kvtheory.cluster.routers import register_router
+from kvtheory.cluster.routers import register_router, rls
 from kvtheory.cluster.routers.approx_tree import ApproxTrees
 from kvtheory.cluster.routers.base import Router, argmin
 from kvtheory.errors import InputError
@@ -41,9 +41,11 @@ class LBGRCalibrated(Router):
     and the trace of the covariance capped at 5 * P0 against windup in directions the data do not
     excite (c and O are nearly constant on many workloads). ``learn=none`` keeps theta = 0.
 
-    With ``learn=full`` the predictions and the RLS step run compiled (:mod:`kvtheory.cluster.routers.compiled.rls`)
-    where a compiled core pays off (:func:`~kvtheory.policies.compiled.core_pays_off`), else with numpy; the
-    two round every operation alike, so they route alike.
+    With ``learn=full`` the prediction and the RLS step are the fixed-order arithmetic of
+    :mod:`kvtheory.cluster.routers.rls` (every product and sum rounded on its own, sums left to right), so
+    the routes do not depend on the machine; they run compiled (:mod:`kvtheory.cluster.routers.compiled.rls`)
+    where a compiled core pays off (:func:`~kvtheory.policies.compiled.core_pays_off`), else as plain Python,
+    with the same bits.
     """
 
     name = "lbgr-calibrated"
@@ -74,7 +76,7 @@ class LBGRCalibrated(Router):
         limit = int(o["max_tree_tokens"])
         self.trees = ApproxTrees(view.trie, self.m, limit if limit > 0 else None)
         self._learn, self._oracle, self._dt = o["learn"], bool(o["oracle"]), o["dt"]
-        self._lam, self._p0 = float(o["forgetting"]), o["p0"]
+        self._lam, self._p0, self._cap = float(o["forgetting"]), o["p0"], float(o["p0"] * 5)
         self._log_rho = math.log(o["rho"])
         self._load = [0.0] * self.m
         self._tick = [0] * self.m
@@ -83,16 +85,20 @@ class LBGRCalibrated(Router):
         self._a_miss = [w.a_miss for w in workers]
         self._a_cached = [w.a_cached for w in workers]
         self._same_model = [workers.index(w) for w in workers]  # O_ij is that of the first equal worker
-        # learn=bias: theta_i and its (scalar) covariance; learn=full: weights (M x 5) and covariances (M x 5 x 5)
+        # learn=bias: theta_i and its (scalar) covariance; learn=full: weights w_i (M x 5) and covariances P_i
+        # (M x 25, row by row), lists for the Python arithmetic, arrays for the compiled one
         self._theta = [0.0] * self.m
         self._p = [float(o["p0"])] * self.m
-        self._weights = np.tile([1.0, 1.0, 1.0, 1.0, 0.0], (self.m, 1))
-        self._covariance = np.tile(np.eye(5) * o["p0"], (self.m, 1, 1))
+        self._identity = [float(o["p0"]) if r == c else 0.0 for r in range(5) for c in range(5)]
+        self._weights = [[1.0, 1.0, 1.0, 1.0, 0.0] for _ in range(self.m)]
+        self._covariance = [list(self._identity) for _ in range(self.m)]
+        self._predict, self._rls_update = rls.predict, rls.rls_update
         self._compiled = self._learn == "full" and core_pays_off(len(view.lengths))
         if self._compiled:
-            from kvtheory.cluster.routers.compiled.rls import predict, rls_update  # numba, loaded when it pays off
+            from kvtheory.cluster.routers.compiled import rls as compiled  # numba, loaded when it pays off
 
-            self._predict, self._rls_update = predict, rls_update
+            self._predict, self._rls_update = compiled.predict, compiled.rls_update
+            self._weights, self._covariance = np.array(self._weights), np.array(self._covariance)
         self._updates = 0
         self._last = None
 
@@ -135,13 +141,8 @@ class LBGRCalibrated(Router):
             i = argmin([costs[i] + loads[i] + theta[i] for i in range(m)])
             self._last = (costs[i], costs[i] + loads[i])
             return i
-        if self._compiled:
-            predict, weights = self._predict, self._weights
-            predictions = [predict(weights, i, misses[i], hits[i], outs[i], loads[i]) for i in range(m)]
-        else:  # row i of the stacked product is the BLAS dot weights[i] @ x_i
-            features = np.array([(misses[i], hits[i], outs[i], loads[i], 1.0) for i in range(m)])
-            predictions = np.matmul(self._weights[:, None, :], features[:, :, None]).ravel().tolist()
-        i = argmin(predictions)
+        predict, weights = self._predict, self._weights
+        i = argmin([predict(weights, i, misses[i], hits[i], outs[i], loads[i]) for i in range(m)])
         self._last = (costs[i], (misses[i], hits[i], outs[i], loads[i]))
         return i
 
@@ -160,8 +161,8 @@ class LBGRCalibrated(Router):
             if self.opts["reset_idle"]:
                 self._theta[i] = 0.0
                 self._p[i] = float(self._p0)
-                self._weights[i, -1] = 0.0
-                self._covariance[i] = np.eye(5) * self._p0
+                self._weights[i][4] = 0.0
+                self._covariance[i][:] = self._identity
                 return
         else:
             share = cost * math.exp(self._log_rho * (self._tick[i] - tick))
@@ -183,32 +184,13 @@ class LBGRCalibrated(Router):
         return True
 
     def _learn_full(self, i: int, feature: tuple[float, ...], latency: float) -> bool:
-        """RLS on all five weights (:func:`~kvtheory.cluster.routers.compiled.rls.rls_update` states the step),
-        compiled or with numpy, which round alike."""
-        cap = float(self._p0 * 5)
-        if self._compiled:
-            return self._rls_update(self._weights, self._covariance, i, *feature, latency, self._lam, cap)
-        lam, w, P = self._lam, self._weights[i], self._covariance[i]
-        x = np.array((*feature, 1.0))
-        error = latency - float(w @ x)
-        px = P @ x
-        denominator = lam + float(x @ px)
-        if not math.isfinite(denominator) or denominator <= 0 or not math.isfinite(error):
-            return False
-        gain = px / denominator
-        w += gain * error
-        P -= np.outer(gain, px)
-        P /= lam
-        np.maximum(w[:4], 0.0, out=w[:4])
-        # Directions the data do not excite would otherwise grow by 1/lambda per update (windup).
-        trace = float(np.trace(P))
-        if trace > cap:
-            P *= cap / trace
-        return True
+        """RLS on all five weights (:func:`~kvtheory.cluster.routers.rls.rls_update` states the step)."""
+        error = latency - self._predict(self._weights, i, *feature)
+        return self._rls_update(self._weights, self._covariance, i, *feature, error, self._lam, self._cap)
 
     def state(self) -> dict:
         if self._learn == "full":
-            return {"weights": [w.round(6).tolist() for w in self._weights], "updates": self._updates}
+            return {"weights": np.round(np.asarray(self._weights), 6).tolist(), "updates": self._updates}
         return {"theta": [round(float(t), 6) for t in self._theta], "updates": self._updates}
 
 

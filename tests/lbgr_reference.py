@@ -1,6 +1,10 @@
-"""The lbgr-calibrated and lbgr-full routers as they were before their fast path (kvtheory 8f570e8), kept
-verbatim as the oracle the fast routers are compared with route for route (tests/test_lbgr_fast_path.py):
-per-worker numpy feature vectors and dots in choose(), the RLS step on numpy arrays in finished()."""
+"""The oracle the lbgr-calibrated and lbgr-full routers are compared with route for route
+(tests/test_lbgr_fast_path.py): the routers as they were before their fast path (kvtheory 8f570e8), verbatim
+for ``learn=bias`` and ``learn=none`` (numpy on one-element arrays: single products and sums, rounded alike
+on every machine), and for ``learn=full`` the fixed-order arithmetic of docs/cluster.md §lbgr-full written
+out independently of kvtheory/cluster/routers/rls.py: nested lists, the products and left-to-right sums of
+:func:`dot`, every operation rounded on its own (no numpy, whose BLAS rounds ``w @ x`` and ``P @ x`` as the
+machine's kernel does)."""
 
 from __future__ import annotations
 
@@ -11,6 +15,43 @@ import numpy as np
 from kvtheory.cluster.routers.approx_tree import ApproxTrees
 from kvtheory.cluster.routers.base import Router, argmin
 from kvtheory.errors import InputError
+
+
+def dot(a, b) -> float:
+    """a . b = (...((a_0 b_0 + a_1 b_1) + a_2 b_2) + ...), every product and sum rounded on its own."""
+    total = a[0] * b[0]
+    for k in range(1, len(a)):
+        total = total + a[k] * b[k]
+    return total
+
+
+def identity(n: int, scale: float) -> list[list[float]]:
+    return [[float(scale) if r == c else 0.0 for c in range(n)] for r in range(n)]
+
+
+def rls_step(w: list[float], P: list[list[float]], x: list[float], error: float, lam: float, cap: float) -> bool:
+    """The RLS step of learn=full on lists updated in place (skipped, False, when it would not be finite)."""
+    n = len(x)
+    px = [dot(P[r], x) for r in range(n)]
+    denominator = lam + dot(x, px)
+    if not math.isfinite(denominator) or denominator <= 0 or not math.isfinite(error):
+        return False
+    gain = [px[r] / denominator for r in range(n)]
+    for r in range(n):
+        w[r] = w[r] + gain[r] * error
+    for r in range(n):
+        for c in range(n):
+            P[r][c] = (P[r][c] - gain[r] * px[c]) / lam
+    for k in range(n - 1):
+        w[k] = 0.0 if w[k] < 0.0 else w[k]
+    trace = P[0][0]
+    for k in range(1, n):
+        trace = trace + P[k][k]
+    if trace > cap:
+        for r in range(n):
+            for c in range(n):
+                P[r][c] = P[r][c] * (cap / trace)
+    return True
 
 
 class ReferenceLBGRCalibrated(Router):
@@ -70,11 +111,13 @@ class ReferenceLBGRCalibrated(Router):
         self._log_rho = math.log(o["rho"])
         self._load = [0.0] * self.m
         self._tick = [0] * self.m
-        self._pending: dict[int, tuple[float, int, np.ndarray | None]] = {}
-        full = o["learn"] == "full"
-        dim = 5 if full else 1
-        self._w = [np.array([1.0, 1.0, 1.0, 1.0, 0.0]) if full else np.zeros(1) for _ in range(self.m)]
-        self._P = [np.eye(dim) * o["p0"] for _ in range(self.m)]
+        self._pending: dict[int, tuple[float, int, list[float] | float]] = {}
+        if o["learn"] == "full":
+            self._w = [[1.0, 1.0, 1.0, 1.0, 0.0] for _ in range(self.m)]
+            self._P = [identity(5, o["p0"]) for _ in range(self.m)]
+        else:
+            self._w = [np.zeros(1) for _ in range(self.m)]
+            self._P = [np.eye(1) * o["p0"] for _ in range(self.m)]
         self._updates = 0
         self._last = None
 
@@ -112,9 +155,9 @@ class ReferenceLBGRCalibrated(Router):
             out = w.output_time(length, output)
             costs.append(miss + hit + out)
             if full:
-                x = np.array([miss, hit, out, loads[i], 1.0])
+                x = [miss, hit, out, loads[i], 1.0]
                 features.append(x)
-                predictions.append(float(self._w[i] @ x))
+                predictions.append(dot(self._w[i], x))
             else:
                 features.append(miss + hit + out + loads[i])
                 predictions.append(miss + hit + out + loads[i] + float(self._w[i][0]))
@@ -131,26 +174,28 @@ class ReferenceLBGRCalibrated(Router):
 
     def finished(self, j: int, i: int, now: float, latency: float, ttft: float) -> None:
         cost, tick, feature = self._pending.pop(j)
+        learn = self.opts["learn"]
         self._decayed(i, now)
         if self.in_flight[i] == 0:
             self._load[i] = 0.0
             if self.opts["reset_idle"]:
                 self._w[i][-1] = 0.0
-                self._P[i] = np.eye(self._P[i].shape[0]) * self.opts["p0"]
+                if learn == "full":
+                    self._P[i] = identity(5, self.opts["p0"])
+                else:
+                    self._P[i] = np.eye(1) * self.opts["p0"]
                 return
         else:
             share = cost * math.exp(self._log_rho * (self._tick[i] - tick))
             self._load[i] = max(self._load[i] - share, 0.0)
-        learn = self.opts["learn"]
         if learn == "none":
             return
         lam, w, P = self.opts["forgetting"], self._w[i], self._P[i]
-        if learn == "bias":
-            x = np.ones(1)
-            error = (latency - feature) - float(w[0])
-        else:
-            x = feature
-            error = latency - float(w @ x)
+        if learn == "full":
+            self._updates += rls_step(w, P, feature, latency - dot(w, feature), lam, self.opts["p0"] * 5)
+            return
+        x = np.ones(1)
+        error = (latency - feature) - float(w[0])
         px = P @ x
         denominator = lam + float(x @ px)
         if not math.isfinite(denominator) or denominator <= 0 or not math.isfinite(error):
@@ -159,18 +204,11 @@ class ReferenceLBGRCalibrated(Router):
         w += gain * error
         P -= np.outer(gain, px)
         P /= lam
-        if learn == "full":
-            np.maximum(w[:4], 0.0, out=w[:4])
-            # Directions the data do not excite would otherwise grow by 1/lambda per update (windup).
-            cap = self.opts["p0"] * P.shape[0]
-            trace = float(np.trace(P))
-            if trace > cap:
-                P *= cap / trace
         self._updates += 1
 
     def state(self) -> dict:
         if self.opts["learn"] == "full":
-            return {"weights": [w.round(6).tolist() for w in self._w], "updates": self._updates}
+            return {"weights": np.round(np.array(self._w), 6).tolist(), "updates": self._updates}
         return {"theta": [round(float(w[0]), 6) for w in self._w], "updates": self._updates}
 
 
