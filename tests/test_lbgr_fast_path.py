@@ -8,6 +8,7 @@ tolerance."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -223,16 +224,18 @@ def test_the_compiled_rls_step_rounds_as_the_python_one():
     assert capped > 100  # the trace cap is exercised
 
 
+#: fused multiply-add mnemonics: x86-64 FMA3 (vfmadd231sd, vfnmsub213pd, vfmaddsub...), arm64 (fmadd, fnmsub, fmla)
+FUSED = re.compile(r"v?f(n?m(add|sub)|ml[as])")
+
+
 def fused_instructions(function, fastmath: bool) -> list[str]:
-    """The fused multiply-add instructions (x86-64 vfmadd..., vfnmsub...; arm64 fmadd, fmsub, fnmadd...) in
-    ``function``'s source compiled anew (the cached code cannot be inspected) with the same signatures."""
+    """The fused multiply-add instructions in ``function``'s source compiled anew (cached code cannot be
+    inspected) with the same signatures, with or without fast-math."""
     fresh = njit(fastmath=fastmath)(function.py_func)
     for signature in function.signatures:
         fresh.compile(signature)
-    instructions = [
-        line.split()[0] for a in fresh.inspect_asm().values() for line in a.splitlines() if line[:1] == "\t"
-    ]
-    return [op for op in instructions if "fma" in op or "fms" in op or "fnm" in op]
+    lines = [line.split() for assembly in fresh.inspect_asm().values() for line in assembly.splitlines()]
+    return [words[0] for words in lines if words and FUSED.match(words[0])]
 
 
 def test_the_compiled_code_has_no_fused_multiply_add():
