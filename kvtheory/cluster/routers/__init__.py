@@ -1,4 +1,5 @@
-"""Online routers, one file each, all behind :class:`Router` (docs/cluster.md §Routers).
+"""Online routers, one file each, all behind :class:`Router` (docs/cluster.md §Routers), beside their
+helpers (approx_tree.py, base.py, characters.py, rls.py; compiled/ holds numba builds of them).
 
 Each router module registers its class with ``@register_router``; importing this package imports every
 module in it, so a new router is one new file here.

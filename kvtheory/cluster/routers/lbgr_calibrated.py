@@ -7,10 +7,11 @@ import math
 
 import numpy as np
 
-from kvtheory.cluster.routers import register_router
+from kvtheory.cluster.routers import register_router, rls
 from kvtheory.cluster.routers.approx_tree import ApproxTrees
 from kvtheory.cluster.routers.base import Router, argmin
 from kvtheory.errors import InputError
+from kvtheory.policies.compiled import core_pays_off
 
 
 @register_router
@@ -39,6 +40,12 @@ class LBGRCalibrated(Router):
     the four coefficients kept non-negative, P0 = 1 (features are in seconds, weights dimensionless)
     and the trace of the covariance capped at 5 * P0 against windup in directions the data do not
     excite (c and O are nearly constant on many workloads). ``learn=none`` keeps theta = 0.
+
+    With ``learn=full`` the prediction and the RLS step are the fixed-order arithmetic of
+    :mod:`kvtheory.cluster.routers.rls` (every product and sum rounded on its own, sums left to right), so
+    the routes do not depend on the machine; they run compiled (:mod:`kvtheory.cluster.routers.compiled.rls`)
+    where a compiled core pays off (:func:`~kvtheory.policies.compiled.core_pays_off`), else as plain Python,
+    with the same bits.
     """
 
     name = "lbgr-calibrated"
@@ -68,111 +75,123 @@ class LBGRCalibrated(Router):
             raise InputError(f"{self.name}: learn={o['learn']!r} is not bias, full or none")
         limit = int(o["max_tree_tokens"])
         self.trees = ApproxTrees(view.trie, self.m, limit if limit > 0 else None)
+        self._learn, self._oracle, self._dt = o["learn"], bool(o["oracle"]), o["dt"]
+        self._lam, self._p0, self._cap = float(o["forgetting"]), o["p0"], float(o["p0"] * 5)
         self._log_rho = math.log(o["rho"])
         self._load = [0.0] * self.m
         self._tick = [0] * self.m
-        self._pending: dict[int, tuple[float, int, np.ndarray | None]] = {}
-        full = o["learn"] == "full"
-        dim = 5 if full else 1
-        self._w = [np.array([1.0, 1.0, 1.0, 1.0, 0.0]) if full else np.zeros(1) for _ in range(self.m)]
-        self._P = [np.eye(dim) * o["p0"] for _ in range(self.m)]
+        self._pending: dict[int, tuple[float, int, float | tuple[float, ...]]] = {}
+        workers = view.cluster.workers
+        self._a_miss = [w.a_miss for w in workers]
+        self._a_cached = [w.a_cached for w in workers]
+        self._same_model = [workers.index(w) for w in workers]  # O_ij is that of the first equal worker
+        # learn=bias: theta_i and its (scalar) covariance; learn=full: weights w_i (M x 5) and covariances P_i
+        # (M x 25, row by row), lists for the Python arithmetic, arrays for the compiled one
+        self._theta = [0.0] * self.m
+        self._p = [float(o["p0"])] * self.m
+        self._identity = [float(o["p0"]) if r == c else 0.0 for r in range(5) for c in range(5)]
+        self._weights = [[1.0, 1.0, 1.0, 1.0, 0.0] for _ in range(self.m)]
+        self._covariance = [list(self._identity) for _ in range(self.m)]
+        self._predict, self._rls_update = rls.predict, rls.rls_update
+        self._compiled = self._learn == "full" and core_pays_off(len(view.lengths))
+        if self._compiled:
+            from kvtheory.cluster.routers.compiled import rls as compiled  # numba, loaded when it pays off
+
+            self._predict, self._rls_update = compiled.predict, compiled.rls_update
+            self._weights, self._covariance = np.array(self._weights), np.array(self._covariance)
         self._updates = 0
         self._last = None
 
     # -- the load estimate --------------------------------------------------------------------------
     def _ticks(self, now: float) -> int:
-        return math.floor(now / self.opts["dt"] + 1e-9)
+        return math.floor(now / self._dt + 1e-9)
 
-    def _decayed(self, i: int, now: float) -> float:
-        n = self._ticks(now) - self._tick[i]
+    def _decay_to(self, i: int, ticks: int) -> float:
+        """Worker i's estimate decayed to the tick count ``ticks`` (rho per tick since its last decay)."""
+        n = ticks - self._tick[i]
         if n > 0:
             self._load[i] *= math.exp(self._log_rho * n)
-            self._tick[i] += n
+            self._tick[i] = ticks
         return self._load[i]
 
     def loads(self, now: float) -> list[float]:
-        if self.opts["oracle"]:
+        if self._oracle:
             return [self.view.true_backlog(i, now) for i in range(self.m)]
-        return [self._decayed(i, now) for i in range(self.m)]
+        ticks = self._ticks(now)
+        return [self._decay_to(i, ticks) for i in range(self.m)]
 
     # -- routing ------------------------------------------------------------------------------------
     def choose(self, j: int, now: float) -> int:
-        view = self.view
-        if self.opts["oracle"]:
-            cached = [view.true_cached(i, j) for i in range(self.m)]
+        view, m = self.view, self.m
+        if self._oracle:
+            cached = [view.true_cached(i, j) for i in range(m)]
         else:
             cached = self.trees.match_all(j)
         loads = self.loads(now)
         length, output = view.lengths[j], view.outputs[j]
-        features, predictions, costs = [], [], []
-        full = self.opts["learn"] == "full"
-        for i in range(self.m):
-            w = view.cluster[i]
-            miss = w.a_miss * (length - cached[i])
-            hit = w.a_cached * cached[i]
-            out = w.output_time(length, output)
-            costs.append(miss + hit + out)
-            if full:
-                x = np.array([miss, hit, out, loads[i], 1.0])
-                features.append(x)
-                predictions.append(float(self._w[i] @ x))
-            else:
-                features.append(miss + hit + out + loads[i])
-                predictions.append(miss + hit + out + loads[i] + float(self._w[i][0]))
-        i = argmin(predictions)
-        self._last = (j, costs[i], features[i] if full else features[i])
+        workers, same, a_miss, a_cached = view.cluster.workers, self._same_model, self._a_miss, self._a_cached
+        outs: list[float] = []
+        for i in range(m):
+            outs.append(outs[same[i]] if same[i] < i else workers[i].output_time(length, output))
+        misses = [a_miss[i] * (length - cached[i]) for i in range(m)]
+        hits = [a_cached[i] * cached[i] for i in range(m)]
+        costs = [misses[i] + hits[i] + outs[i] for i in range(m)]
+        if self._learn != "full":
+            theta = self._theta
+            i = argmin([costs[i] + loads[i] + theta[i] for i in range(m)])
+            self._last = (costs[i], costs[i] + loads[i])
+            return i
+        predict, weights = self._predict, self._weights
+        i = argmin([predict(weights, i, misses[i], hits[i], outs[i], loads[i]) for i in range(m)])
+        self._last = (costs[i], (misses[i], hits[i], outs[i], loads[i]))
         return i
 
     def routed(self, j: int, i: int, now: float) -> None:
-        _, cost, feature = self._last
-        self._decayed(i, now)
+        cost, feature = self._last
+        self._decay_to(i, self._ticks(now))
         self._load[i] += cost
         self._pending[j] = (cost, self._tick[i], feature)
         self.trees.insert(i, j)
 
     def finished(self, j: int, i: int, now: float, latency: float, ttft: float) -> None:
         cost, tick, feature = self._pending.pop(j)
-        self._decayed(i, now)
+        self._decay_to(i, self._ticks(now))
         if self.in_flight[i] == 0:
             self._load[i] = 0.0
             if self.opts["reset_idle"]:
-                self._w[i][-1] = 0.0
-                self._P[i] = np.eye(self._P[i].shape[0]) * self.opts["p0"]
+                self._theta[i] = 0.0
+                self._p[i] = float(self._p0)
+                self._weights[i][4] = 0.0
+                self._covariance[i][:] = self._identity
                 return
         else:
             share = cost * math.exp(self._log_rho * (self._tick[i] - tick))
             self._load[i] = max(self._load[i] - share, 0.0)
-        learn = self.opts["learn"]
-        if learn == "none":
-            return
-        lam, w, P = self.opts["forgetting"], self._w[i], self._P[i]
-        if learn == "bias":
-            x = np.ones(1)
-            error = (latency - feature) - float(w[0])
-        else:
-            x = feature
-            error = latency - float(w @ x)
-        px = P @ x
-        denominator = lam + float(x @ px)
+        if self._learn == "bias":
+            self._updates += self._learn_bias(i, (latency - feature) - self._theta[i])
+        elif self._learn == "full":
+            self._updates += self._learn_full(i, feature, latency)
+
+    def _learn_bias(self, i: int, error: float) -> bool:
+        """RLS on the bias alone (x = 1): gain g = p / (lambda + p), theta += g * error, p <- (p - g p) / lambda."""
+        lam, p = self._lam, self._p[i]
+        denominator = lam + p
         if not math.isfinite(denominator) or denominator <= 0 or not math.isfinite(error):
-            return
-        gain = px / denominator
-        w += gain * error
-        P -= np.outer(gain, px)
-        P /= lam
-        if learn == "full":
-            np.maximum(w[:4], 0.0, out=w[:4])
-            # Directions the data do not excite would otherwise grow by 1/lambda per update (windup).
-            cap = self.opts["p0"] * P.shape[0]
-            trace = float(np.trace(P))
-            if trace > cap:
-                P *= cap / trace
-        self._updates += 1
+            return False
+        gain = p / denominator
+        self._theta[i] += gain * error
+        self._p[i] = (p - gain * p) / lam
+        return True
+
+    def _learn_full(self, i: int, feature: tuple[float, ...], latency: float) -> bool:
+        """RLS on all five weights (:func:`~kvtheory.cluster.routers.rls.rls_update` states the step)."""
+        error = latency - self._predict(self._weights, i, *feature)
+        return self._rls_update(self._weights, self._covariance, i, *feature, error, self._lam, self._cap)
 
     def state(self) -> dict:
-        if self.opts["learn"] == "full":
-            return {"weights": [w.round(6).tolist() for w in self._w], "updates": self._updates}
-        return {"theta": [round(float(w[0]), 6) for w in self._w], "updates": self._updates}
+        if self._learn == "full":
+            return {"weights": np.round(np.asarray(self._weights), 6).tolist(), "updates": self._updates}
+        return {"theta": [round(float(t), 6) for t in self._theta], "updates": self._updates}
 
 
 @register_router
