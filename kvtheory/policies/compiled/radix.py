@@ -84,7 +84,7 @@ def _push(nodes, hp, sc, c):
 
 
 @njit(cache=True)
-def _uncache(tr, state, bottom, lo):
+def uncache(tr, state, bottom, lo):
     """Token nodes deeper than ``lo`` on the root path of ``bottom`` (all of one leaf's) leave the cache."""
     u = bottom
     while u != 0 and tr[T_DEPTH, u] > lo:
@@ -234,7 +234,7 @@ def _insert(tr, state, nodes, hp, sc, path, plen, node, matched):
 
 @njit(cache=True)
 def remove_leaf(tr, nodes, c):
-    """Unlink the emptied leaf ``c`` from its parent (its tokens are uncached by :func:`_uncache`)."""
+    """Unlink the emptied leaf ``c`` from its parent (its tokens are uncached by :func:`uncache`)."""
     nodes[N_ALIVE, c] = 0
     p = nodes[N_PARENT, c]
     nodes[N_CHILDREN, p] -= 1
@@ -245,7 +245,7 @@ def remove_leaf(tr, nodes, c):
 @njit(cache=True)
 def cut_tail(tr, state, nodes, c, d1):
     """Keep only the tokens of leaf ``c`` down to depth ``d1`` (> its d0)."""
-    _uncache(tr, state, nodes[N_BOTTOM, c], d1)
+    uncache(tr, state, nodes[N_BOTTOM, c], d1)
     nodes[N_D1, c] = d1
     bottom = nodes[N_BOTTOM, c]
     while tr[T_DEPTH, tr[T_PARENT, bottom]] >= d1:
@@ -284,7 +284,7 @@ def _evict(tr, state, nodes, hp, sc, aside, tokens, need):
             continue
         run = nodes[N_D1, c] - nodes[N_D0, c]
         if whole or run <= tokens:
-            _uncache(tr, state, nodes[N_BOTTOM, c], nodes[N_D0, c])
+            uncache(tr, state, nodes[N_BOTTOM, c], nodes[N_D0, c])
             remove_leaf(tr, nodes, c)
             p = nodes[N_PARENT, c]
             if p != 0 and nodes[N_CHILDREN, p] == 0:
