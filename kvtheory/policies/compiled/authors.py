@@ -25,8 +25,9 @@ phase counts (tests/test_authors_core.py compares them):
   treap, and the leaves that lost tokens are cut, in the order they were first drawn (each after all of
   its descendants).
 
-Memory: O(trie nodes + nodes created) int64 arrays, at most three nodes per query (a split in each of its
-two walks and a new leaf). One kernel, :func:`authors_serve`, serves a run of consecutive batches: the
+Memory: O(trie nodes + queries) int64 arrays: a query creates at most three nodes (a split in each of its
+two walks and a new leaf), and a deleted node's id is reused, so the arrays grow with the nodes alive at
+once. One kernel, :func:`authors_serve`, serves a run of consecutive batches: the
 whole run (:func:`run_authors`) is one call, :class:`CompiledAuthorsRLT` (what ``create`` returns) calls
 it batch by batch. numba is a required dependency: there is no interpreted fallback.
 """
@@ -73,12 +74,13 @@ from kvtheory.policies.compiled.sampler import bounded_draw, bit_source
 # subtree sum, priority), tokens counted in the candidates' total, last eviction that drew it, tokens left
 _ROWS = range(TREE_ROWS, TREE_ROWS + 14)
 N_MARKED, N_TAIL, N_PREV, N_NEXT, N_TL, N_TR, N_TUP, N_IN, N_W, N_SUM, N_PRIO, N_COUNTED, N_DRAWN, N_LEFT = _ROWS
-# rows of ``lists`` (sized as ``nodes``): marked nodes, nodes drawn by one eviction, its list's overlay
-L_MARKED, L_DRAWN, L_SLOT, L_SLOT_SET = range(4)
+# rows of ``lists`` (sized as ``nodes``): marked nodes, nodes drawn by one eviction, its list's overlay,
+# ids of deleted nodes free for reuse
+L_MARKED, L_DRAWN, L_SLOT, L_SLOT_SET, L_FREE = range(5)
 # cells of the scalar array
 C_LAST_CID, C_SIZE, C_BUDGET, C_CLOCK, C_ALLOCATION, C_MARKED_COUNT, C_N_MARKED = range(7)
-C_P1, C_R1, C_R2, C_TREAP, C_CAND_TOKENS, C_EVICTION = range(7, 13)
-N_SCALARS = 13
+C_P1, C_R1, C_R2, C_TREAP, C_CAND_TOKENS, C_EVICTION, C_N_FREE = range(7, 14)
+N_SCALARS = 14
 
 
 # -- the treap of leaves in collect order ---------------------------------------------------------------
@@ -255,10 +257,15 @@ def _unlink_child(nodes, p, c):
 
 
 @njit(cache=True)
-def _new_node(nodes, sc):
-    """A fresh node id with empty marks, children list and treap fields."""
-    c = sc[C_LAST_CID] + 1
-    sc[C_LAST_CID] = c
+def _new_node(nodes, lists, sc):
+    """A node id (a deleted node's if one is free, else a new one) with empty marks, children list and
+    treap fields."""
+    if sc[C_N_FREE] > 0:
+        sc[C_N_FREE] -= 1
+        c = lists[L_FREE, sc[C_N_FREE]]
+    else:
+        c = sc[C_LAST_CID] + 1
+        sc[C_LAST_CID] = c
     for row in (N_TAIL, N_PREV, N_NEXT, N_TL, N_TR, N_TUP):
         nodes[row, c] = -1
     for row in (N_MARKED, N_IN, N_W, N_SUM, N_COUNTED, N_DRAWN):
@@ -308,7 +315,7 @@ def _mark(nodes, lists, sc, x):
 def _split_and_mark(tr, state, nodes, lists, sc, c, at):
     """Split ``c`` at trie node ``at``; the new upper node takes c's place in its parent's children list and
     is marked, counted only if ``c`` is unmarked. Return it."""
-    h = _new_node(nodes, sc)
+    h = _new_node(nodes, lists, sc)
     p = nodes[N_PARENT, c]
     split_node(tr, state, nodes, c, at, h)
     before, after = nodes[N_PREV, c], nodes[N_NEXT, c]
@@ -360,7 +367,7 @@ def _insert(tr, state, nodes, lists, sc, path, plen):
         matched = tr[T_DEPTH, at]
     end = path[plen - 1]
     if matched < tr[T_DEPTH, end]:
-        leaf = _new_node(nodes, sc)
+        leaf = _new_node(nodes, lists, sc)
         first = node  # the first leaf of node's subtree in collect order: down the last children
         while nodes[N_CHILDREN, first] > 0:
             first = nodes[N_TAIL, first]
@@ -444,6 +451,11 @@ def _evict(tr, state, nodes, lists, sc, tokens, next_uint32, rng_state):
                 _refresh(nodes, sc, a)
             else:
                 _delete(nodes, sc, x)
+    for i in range(n_drawn):  # the deleted nodes' ids are free once nothing walks through them
+        x = lists[L_DRAWN, i]
+        if not nodes[N_ALIVE, x]:
+            lists[L_FREE, sc[C_N_FREE]] = x
+            sc[C_N_FREE] += 1
     return freed
 
 
@@ -531,7 +543,7 @@ class CompiledAuthorsRLT(KernelServed):
         self._nodes[N_ALIVE, 0] = 1
         for row in (N_MID, N_TAIL, N_TUP):
             self._nodes[row, 0] = -1
-        self._lists = np.zeros((4, 64), dtype=np.int64)
+        self._lists = np.zeros((5, 64), dtype=np.int64)
         self._scalars = np.zeros(N_SCALARS, dtype=np.int64)
         self._scalars[C_BUDGET] = budget
         self._scalars[C_ALLOCATION] = self.evict_amount == "allocation"
