@@ -75,8 +75,8 @@ from kvtheory.policies.compiled.sampler import bounded_draw, bit_source
 _ROWS = range(TREE_ROWS, TREE_ROWS + 14)
 N_MARKED, N_TAIL, N_PREV, N_NEXT, N_TL, N_TR, N_TUP, N_IN, N_W, N_SUM, N_PRIO, N_COUNTED, N_DRAWN, N_LEFT = _ROWS
 # rows of ``lists`` (sized as ``nodes``): marked nodes, nodes drawn by one eviction, its list's overlay,
-# ids of deleted nodes free for reuse
-L_MARKED, L_DRAWN, L_SLOT, L_SLOT_SET, L_FREE = range(5)
+# ids of deleted nodes free for reuse, one root path
+L_MARKED, L_DRAWN, L_SLOT, L_SLOT_SET, L_FREE, L_CHAIN = range(6)
 # cells of the scalar array
 C_LAST_CID, C_SIZE, C_BUDGET, C_CLOCK, C_ALLOCATION, C_MARKED_COUNT, C_N_MARKED = range(7)
 C_P1, C_R1, C_R2, C_TREAP, C_CAND_TOKENS, C_EVICTION, C_N_FREE = range(7, 14)
@@ -95,9 +95,10 @@ def _pull(nodes, x):
 
 
 @njit(cache=True)
-def _pull_up(nodes, x):
+def _add_up(nodes, x, delta):
+    """Add ``delta`` to the subtree sums of treap node ``x`` and of its ancestors."""
     while x >= 0:
-        _pull(nodes, x)
+        nodes[N_SUM, x] += delta
         x = nodes[N_TUP, x]
 
 
@@ -185,7 +186,7 @@ def _replace(nodes, sc, x, y):
 
 @njit(cache=True)
 def _delete(nodes, sc, x):
-    """Leaf ``x`` (weight 0) leaves the sequence."""
+    """Leaf ``x`` leaves the sequence, its weight with it."""
     while nodes[N_TL, x] >= 0 or nodes[N_TR, x] >= 0:
         left, right = nodes[N_TL, x], nodes[N_TR, x]
         if right < 0 or (left >= 0 and nodes[N_PRIO, left] > nodes[N_PRIO, right]):
@@ -194,8 +195,9 @@ def _delete(nodes, sc, x):
             _rotate_up(nodes, sc, right)
     up = nodes[N_TUP, x]
     _relink(nodes, sc, x, -1, up)
+    _add_up(nodes, up, -nodes[N_W, x])
     nodes[N_IN, x] = 0
-    _pull_up(nodes, up)
+    nodes[N_W, x] = 0
 
 
 @njit(cache=True)
@@ -215,7 +217,7 @@ def _candidate(nodes, sc, i):
         x = nodes[N_TR, x]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # called per query: no call overhead
 def _refresh(nodes, sc, x):
     """Give node ``x`` its weight (1 if it is a candidate: a leaf in the sequence, alive, unmarked and not
     locked by the batch being served) and count its tokens in the candidates' total accordingly."""
@@ -230,8 +232,8 @@ def _refresh(nodes, sc, x):
     sc[C_CAND_TOKENS] += counted - nodes[N_COUNTED, x]
     nodes[N_COUNTED, x] = counted
     if nodes[N_W, x] != candidate:
+        _add_up(nodes, x, candidate - nodes[N_W, x])
         nodes[N_W, x] = candidate
-        _pull_up(nodes, x)
 
 
 # -- the children lists ------------------------------------------------------------------------------
@@ -296,7 +298,7 @@ def _new_phase(nodes, lists, sc, rule):
     sc[rule] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # called per query: no call overhead
 def _mark(nodes, lists, sc, x):
     """Mark ``x``, counting its tokens; rule P1 when the count reaches B (its root path marked again)."""
     if nodes[N_MARKED, x]:
@@ -338,7 +340,7 @@ def _split_and_mark(tr, state, nodes, lists, sc, c, at):
     return h
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # called per query: no call overhead
 def _descend(tr, state, nodes, lists, sc, path, plen, mark_walked):
     """(last node matched whole, its depth, the node the cached prefix ends strictly inside or -1, the trie
     node where it ends there) for the path in ``path[:plen]``; with ``mark_walked`` (insert), every node
@@ -357,14 +359,31 @@ def _descend(tr, state, nodes, lists, sc, path, plen, mark_walked):
     return node, matched, -1, -1
 
 
+@njit(cache=True, inline="always")  # called per query: no call overhead
+def _mark_path(nodes, lists, sc, node):
+    """Mark the nodes of ``node``'s root path from the top down, as insert marks the nodes it matches whole."""
+    n = 0
+    while node != 0:
+        lists[L_CHAIN, n] = node
+        n += 1
+        node = nodes[N_PARENT, node]
+    for i in range(n - 1, -1, -1):
+        _mark(nodes, lists, sc, lists[L_CHAIN, i])
+
+
 @njit(cache=True)
-def _insert(tr, state, nodes, lists, sc, path, plen):
-    """SGLang's insert: mark the nodes matched whole, split and mark where the cached prefix ends inside a
-    node, and cache the rest as a new marked leaf."""
+def _walk_and_mark(tr, state, nodes, lists, sc, path, plen):
+    """Insert's walk: mark the nodes matched whole, split and mark where the cached prefix ends inside a
+    node; return (last node, matched depth)."""
     node, matched, inside, at = _descend(tr, state, nodes, lists, sc, path, plen, True)
     if inside >= 0:
-        node = _split_and_mark(tr, state, nodes, lists, sc, inside, at)
-        matched = tr[T_DEPTH, at]
+        return _split_and_mark(tr, state, nodes, lists, sc, inside, at), tr[T_DEPTH, at]
+    return node, matched
+
+
+@njit(cache=True, inline="always")  # called per query: no call overhead
+def _add_leaf(tr, state, nodes, lists, sc, path, plen, node, matched):
+    """Cache the rest of the path below ``node`` (matched depth ``matched``) as a new marked leaf."""
     end = path[plen - 1]
     if matched < tr[T_DEPTH, end]:
         leaf = _new_node(nodes, lists, sc)
@@ -441,12 +460,14 @@ def _evict(tr, state, nodes, lists, sc, tokens, next_uint32, rng_state):
             _refresh(nodes, sc, x)
             continue
         uncache(tr, state, nodes[N_BOTTOM, x], nodes[N_D0, x])
-        _refresh(nodes, sc, x)
+        sc[C_CAND_TOKENS] -= nodes[N_COUNTED, x]
+        nodes[N_COUNTED, x] = 0
         if nodes[N_IN, x]:
             a = nodes[N_PARENT, x]
             while not nodes[N_ALIVE, a]:
                 a = nodes[N_PARENT, a]
             if a != 0 and nodes[N_CHILDREN, a] == 0 and not nodes[N_IN, a]:
+                _refresh(nodes, sc, x)  # weight 0
                 _replace(nodes, sc, x, a)  # a's subtree, all gone, held x
                 _refresh(nodes, sc, a)
             else:
@@ -501,7 +522,6 @@ def authors_serve(tr, state, nodes, lists, sc, path, ends, batch, hits, next_uin
             while x != 0 and nodes[N_LOCK, x] != clock:
                 nodes[N_LOCK, x] = clock
                 x = nodes[N_PARENT, x]
-            _refresh(nodes, sc, node)
             for i in range(plen):
                 v = path[i]
                 if state[S_SEEN, v] != clock:
@@ -509,12 +529,19 @@ def authors_serve(tr, state, nodes, lists, sc, path, ends, batch, hits, next_uin
                     missing += tr[T_EDGE, v] - state[S_KEPT, v]
         overflow = sc[C_SIZE] + missing - sc[C_BUDGET]
         if overflow > 0:
+            for i in range(stop - start):  # the locked leaves leave the candidates
+                _refresh(nodes, sc, starts[i])
             tokens = missing if sc[C_ALLOCATION] else overflow
             if _evict(tr, state, nodes, lists, sc, tokens, next_uint32, rng_state) < overflow:
                 raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
         for q in range(start, stop):
-            plen = load_path(tr, ends[q], path)
-            _insert(tr, state, nodes, lists, sc, path, plen)
+            if stop - start > 1:
+                plen = load_path(tr, ends[q], path)
+                node, matched = _walk_and_mark(tr, state, nodes, lists, sc, path, plen)
+            else:  # insert walks the nodes match_prefix ended at (locked, so intact): path and node are known
+                node, matched = starts[0], hits[q]
+                _mark_path(nodes, lists, sc, node)
+            _add_leaf(tr, state, nodes, lists, sc, path, plen, node, matched)
         sc[C_CLOCK] += 1
         for i in range(stop - start):
             _refresh(nodes, sc, starts[i])
@@ -543,7 +570,7 @@ class CompiledAuthorsRLT(KernelServed):
         self._nodes[N_ALIVE, 0] = 1
         for row in (N_MID, N_TAIL, N_TUP):
             self._nodes[row, 0] = -1
-        self._lists = np.zeros((5, 64), dtype=np.int64)
+        self._lists = np.zeros((6, 64), dtype=np.int64)
         self._scalars = np.zeros(N_SCALARS, dtype=np.int64)
         self._scalars[C_BUDGET] = budget
         self._scalars[C_ALLOCATION] = self.evict_amount == "allocation"
