@@ -7,6 +7,9 @@ simulation's workers)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -47,7 +50,10 @@ def assert_same_runs(workload: Workload, budget: int, batch: int, amount: str, s
         if step % prefixes == 0:
             assert [fast.cached_prefix(j) for j in everyone] == [slow.cached_prefix(j) for j in everyone], context
     assert AuthorsRLT.run_compiled(trie, budget, batch, seed, amount).tolist() == hits
-    assert run_policy(workload, budget, "rlt-authors", batch=batch, seed=seed, evict_amount=amount).query_hits.tolist() == hits
+    assert (
+        run_policy(workload, budget, "rlt-authors", batch=batch, seed=seed, evict_amount=amount).query_hits.tolist()
+        == hits
+    )
 
 
 # The kernel is compiled (or loaded from numba's cache) before the first test (conftest.py); the examples
@@ -102,7 +108,9 @@ def test_core_matches_on_a_flat_trace(amount):
 
 def test_equal_seeds_give_equal_runs_and_other_seeds_differ():
     rng = np.random.default_rng(3)
-    workload = Workload.from_token_lists([rng.integers(0, 3, size=int(rng.integers(1, 8))).tolist() for _ in range(300)])
+    workload = Workload.from_token_lists(
+        [rng.integers(0, 3, size=int(rng.integers(1, 8))).tolist() for _ in range(300)]
+    )
     runs = [AuthorsRLT.run_compiled(workload.trie, 16, 1, seed).tolist() for seed in (5, 5, 6)]
     assert runs[0] == runs[1] != runs[2]
 
@@ -136,7 +144,9 @@ def test_cluster_workers_made_by_create_match_the_per_edge_class(amount, batch):
     workload = _multi_turn(5)
     cluster = Cluster(tuple(Worker(1.8e-4, 1.5e-7, 500, 0.0186, 1.5e-7) for _ in range(3)))
     runs = [
-        simulate(workload, cluster, "cache-aware", cls, batch=batch, seed=3, rate=40.0, oracle=True, evict_amount=amount)
+        simulate(
+            workload, cluster, "cache-aware", cls, batch=batch, seed=3, rate=40.0, oracle=True, evict_amount=amount
+        )
         for cls in (AuthorsRLT, PlainAuthorsRLT)
     ]
     fast, slow = runs
@@ -152,3 +162,21 @@ def test_a_batch_larger_than_the_budget_is_an_error():
         policy.serve([0])
         with pytest.raises(RuntimeError, match="nothing left to evict"):
             policy.serve([1])
+
+
+def test_short_runs_in_a_fresh_process_do_not_load_numba():
+    """A whole run loads the kernel from CORE_MIN_DRAWN_TOKENS tokens (or CORE_MIN_QUERIES queries, or with
+    numba loaded): a short first run is served by the per-edge class, a longer one by the kernel, with the
+    same hits."""
+    script = (
+        "import sys\n"
+        "from kvtheory import Workload, run_policy\n"
+        "from kvtheory.policies import compiled\n"
+        "w = Workload.from_token_lists([[1, 2], [3, 4], [1, 2, 5], [3, 4], [6, 7, 8], [1, 2]] * 20)\n"
+        "first = run_policy(w, 5, 'rlt-authors', seed=4).query_hits.tolist()\n"
+        "assert 'numba' not in sys.modules\n"
+        "compiled.CORE_MIN_DRAWN_TOKENS = w.total_tokens\n"
+        "assert run_policy(w, 5, 'rlt-authors', seed=4).query_hits.tolist() == first\n"
+        "assert 'numba' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)

@@ -15,9 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from kvtheory.model.trie import PrefixTrie
-from kvtheory.policies import register_policy
+from kvtheory.policies import compiled, register_policy
 from kvtheory.policies.base import EvictionPolicy, union_misses
-from kvtheory.policies.compiled import CORE_MIN_DRAWN_TOKENS, core_pays_off
 from kvtheory.policies.radix import put_above
 
 
@@ -102,7 +101,7 @@ class AuthorsRLT(EvictionPolicy):
         if not cls.__dict__.get("compiled_core", False):
             return None
         tokens = int(np.asarray(trie.depth, dtype=np.int64)[np.asarray(trie.end, dtype=np.int64)].sum())
-        if not core_pays_off(len(trie.end), tokens, min_tokens=CORE_MIN_DRAWN_TOKENS):
+        if not compiled.core_pays_off(len(trie.end), tokens, min_tokens=compiled.CORE_MIN_DRAWN_TOKENS):
             return None
         from kvtheory.policies.compiled.authors import run_authors
 

@@ -18,8 +18,9 @@ CORE_MIN_TOKENS = 50_000_000
 CORE_MIN_DRAWN_TOKENS = 500_000
 
 
-def core_pays_off(queries: int, tokens: int = 0, min_tokens: int = CORE_MIN_TOKENS) -> bool:
+def core_pays_off(queries: int, tokens: int = 0, min_tokens: int | None = None) -> bool:
     """Whether a run of ``queries`` queries (``tokens`` tokens in all, where the policy's per-edge cost
-    grows with them) should load a compiled core: it is long enough (:data:`CORE_MIN_QUERIES`, ``min_tokens``
-    tokens), or numba is loaded in this process already."""
-    return queries >= CORE_MIN_QUERIES or tokens >= min_tokens or "numba" in sys.modules
+    grows with them) should load a compiled core: it is long enough (:data:`CORE_MIN_QUERIES`, or
+    ``min_tokens`` tokens, by default :data:`CORE_MIN_TOKENS`), or numba is loaded in this process already."""
+    enough_tokens = tokens >= (CORE_MIN_TOKENS if min_tokens is None else min_tokens)
+    return queries >= CORE_MIN_QUERIES or enough_tokens or "numba" in sys.modules

@@ -56,7 +56,6 @@ from kvtheory.policies.compiled.radix import (
     T_DEPTH,
     T_EDGE,
     TREE_ROWS,
-    uncache,
     attach_leaf,
     cached_prefix_of,
     cut_tail,
@@ -66,9 +65,10 @@ from kvtheory.policies.compiled.radix import (
     remove_leaf,
     split_node,
     trie_arrays,
+    uncache,
     walk_step,
 )
-from kvtheory.policies.compiled.sampler import bounded_draw, bit_source
+from kvtheory.policies.compiled.sampler import bit_source, bounded_draw
 
 # rows of ``nodes`` after the shared tree's: mark, children list, treap (left, right, up, in it, own weight,
 # subtree sum, priority), tokens counted in the candidates' total, last eviction that drew it, tokens left
