@@ -40,3 +40,23 @@ def compiled_cores():
             policy = cls.create(workload.trie, 2, seed=0)
             policy.serve([0])
             policy.cached_prefix(1)
+
+
+@pytest.fixture(autouse=True)
+def plugins_unregistered():
+    """Whatever a test registers from outside the package (a user's policy or router loaded with
+    ``--plugin``, say) is unregistered after it, so no test's outcome depends on which tests ran before
+    it: a test that runs every registered policy must not meet another test's plug-in."""
+    from kvtheory.cluster.routers import ROUTERS
+    from kvtheory.policies import ONLINE_POLICIES
+
+    before = {id(registry): set(registry) for registry in (ONLINE_POLICIES, ROUTERS)}
+    modules = set(sys.modules)
+    yield
+    for registry in (ONLINE_POLICIES, ROUTERS):
+        for name in set(registry) - before[id(registry)]:
+            if not registry[name].__module__.startswith("kvtheory."):
+                del registry[name]
+    for name in set(sys.modules) - modules:
+        if name.startswith("kvtheory_plugin_"):
+            del sys.modules[name]

@@ -213,6 +213,19 @@ def test_a_columnar_workload_slices_with_its_arrivals_and_output_lengths():
     assert workload.lengths.tolist() == [2, 1, 2] and workload.total_tokens == 5
 
 
+def test_columns_from_narrower_integer_arrays_are_int64_and_equal_with_equal_hashes():
+    """Tokens and offsets are cast to int64 on construction: columns read from int32 or uint16 arrays equal
+    the int64 ones and hash alike (the hash reads the raw bytes, so a kept narrower dtype would break the
+    hash/equality contract), and the kernels receive the one dtype they are compiled for."""
+    from kvtheory.model.workload import QueryColumns
+
+    wide = QueryColumns(np.array([5, 6, 5], dtype=np.int64), np.array([0, 2, 3], dtype=np.int64))
+    for dtype in (np.int32, np.uint16):
+        narrow = QueryColumns(np.array([5, 6, 5], dtype=dtype), np.array([0, 2, 3], dtype=dtype))
+        assert narrow.tokens.dtype == np.int64 and narrow.offsets.dtype == np.int64
+        assert narrow == wide and hash(narrow) == hash(wide)
+
+
 # -- bad input ---------------------------------------------------------------------------------------------
 GOOD = '{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1, 2]}'
 
