@@ -266,3 +266,28 @@ def test_time_limit_covers_building_the_model():
     assert time.perf_counter() - started < 20
     assert result.status in ("no_solution", "time_limit")
     assert result.bound is not None and result.bound <= run_fif(workload, 600).misses
+
+
+#: a two-token edge 0 1 kept full while its children 2 and 3 come and go: the start sets its "full" flags
+LONG_PARENT_EDGE = (Workload.from_token_lists([[0, 1, 2], [0, 1, 3], [0, 1, 2], [4], [0, 1, 3], [5], [0, 1, 2]]), 4, 1)
+
+
+@settings(max_examples=40)
+@given(instances(**SMALL, max_batch=3))
+@boundary_examples(*BATCHED_BOUNDARIES, LONG_PARENT_EDGE, (LONG_PARENT_EDGE[0], 6, 2))
+def test_the_mip_start_is_fifs_schedule_and_feasible(instance):
+    """The start given to the edge MIP (FIF's schedule in the formulation's variables) sets every variable,
+    satisfies every constraint, and its objective is FIF's misses: a start the solver must reject would
+    silently cost it its incumbent."""
+    from kvtheory.model.batches import batches
+    from kvtheory.optimum.exact import fif_schedule
+    from kvtheory.optimum.formulations import edge_cache
+
+    workload, budget, batch = instance
+    misses, start = fif_schedule(workload, budget, batch)
+    steps = [list(group) for group in batches(len(workload), batch)]
+    prob = pulp.LpProblem("start", pulp.LpMinimize)
+    hits = edge_cache(prob, workload.trie, steps, budget, [1] * len(steps), "", None, start)
+    assert all(variable.varValue is not None for variable in prob.variables())
+    assert prob.valid(eps=1e-9), [name for name, row in prob.constraints.items() if not row.valid(1e-9)]
+    assert workload.total_tokens - sum(pulp.value(h) for h in hits.values()) == misses

@@ -172,3 +172,56 @@ def test_stopped_joint_mip_with_a_worse_bound_is_time_limit(stop_at_limit, solve
     assert result.lower_bounds["lp_relaxation"] is not None
     assert result.lower_bounds["lp_relaxation"] <= JOINT_OPT + 1e-6
     assert math.isfinite(result.lower_bounds["work_over_m"])
+
+
+def test_solve_optimum_reports_a_stopped_mip_as_time_limit_with_fif_and_the_flow_bound(stop_at_limit):
+    """At beta = 2 on this instance FIF misses 10 and the flow bound is 9 (= OPT); a MIP stopped without an
+    incumbent and a weaker bound leaves that bracket, named ``time_limit``, not ``optimal``."""
+    from kvtheory.optimum.exact import solve_optimum
+
+    workload = Workload.from_token_lists([[2], [3], [1], [4, 1], [2, 1], [0], [3, 4], [3]])
+    stop_at_limit(1.5, keep=False)
+    result = solve_optimum(workload, 4, batch=2, time_limit=60, mip_solver="cbc")
+    assert (result.solver, result.status, result.misses, result.bound, result.proof) == (
+        "mip:cbc",
+        "time_limit",
+        10,
+        9,
+        None,
+    )
+    assert result.gap == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_an_infeasible_model_is_infeasible_without_values(solver):
+    from kvtheory.optimum.solvers import new_variable, solve
+
+    prob = pulp.LpProblem("infeasible", pulp.LpMinimize)
+    x = new_variable(prob, "x", 0, 1, cat=pulp.LpInteger)
+    prob += x
+    prob += x >= 2
+    outcome = solve(prob, solver, 60, mip=True, gap_abs=0.5)
+    assert (outcome.status, outcome.objective, outcome.bound) == ("infeasible", None, None)
+
+
+def test_the_solver_is_told_to_stop_before_the_callers_limit(monkeypatch):
+    """The solver's own limit ends early (by the margin), so it stops with its incumbent before the hard
+    deadline of the whole call would cut it off and lose what it had."""
+    from kvtheory.optimum import solvers
+
+    told = []
+    monkeypatch.setattr(solvers, "_solve_cbc", lambda prob, limit, **kwargs: told.append(limit) or "answer")
+    assert solvers.solve(pulp.LpProblem("p"), "cbc", 10.0, mip=True, gap_abs=0.5) == "answer"
+    assert solvers.solve(pulp.LpProblem("p"), "cbc", None, mip=True, gap_abs=0.5) == "answer"
+    assert told == [pytest.approx(10.0 * (1 - solvers._MARGIN)), None] and told[0] < 10.0
+
+
+def test_a_solve_cut_off_without_a_bound_falls_back_to_the_distinct_tokens(monkeypatch):
+    """The hard deadline stopped the solver (no incumbent, no bound from it): each distinct token node is
+    still missed at least once, and that is the bound reported."""
+    from kvtheory.optimum import mip
+    from kvtheory.optimum.solvers import Outcome
+
+    monkeypatch.setattr(mip, "solve", lambda *args, **kwargs: Outcome("no_solution", None, None))
+    result = solve_mip(PAGES, 2, solver="cbc", time_limit=60)
+    assert (result.status, result.misses, result.bound, result.gap) == ("no_solution", None, 3.0, None)

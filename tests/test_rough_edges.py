@@ -157,3 +157,14 @@ def test_failed_cells_are_not_done_a_rerun_tries_them_again(tmp_path, capsys):
     second = [json.loads(line) for line in out.read_text().splitlines()]
     assert "1 already in" in stdout and len(second) == 2  # the failed cell ran again, once
     assert [r for r in first if "error" not in r] == [r for r in second if "error" not in r]
+
+
+@pytest.mark.parametrize(
+    "command", [["sweep", "examples/sweeps/ratios.toml"], ["plot", "results.jsonl"], ["generate", "gsp"]]
+)
+@pytest.mark.parametrize("output,message", [("", "expected a file name, got an empty one"), (".", ". is a directory")])
+def test_an_output_that_is_empty_or_a_directory_is_one_line_and_exit_2(capsys, command, output, message):
+    with pytest.raises(SystemExit) as stopped:
+        main([*command, "-o", output])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and err.count("\n") == 1 and f"argument -o/--output: {message}" in err

@@ -16,7 +16,7 @@ def register(commands) -> None:
     parser.add_argument("name", nargs="?", help="generator or adversary name (see --list)")
     parser.add_argument("--param", action="append", metavar="KEY=VALUE", help="generator parameter (repeatable)")
     parser.add_argument("--seed", type=options.seed, default=0, help="random seed (default 0)")
-    parser.add_argument("-o", "--output", metavar="FILE", help="output JSON Lines file")
+    parser.add_argument("-o", "--output", type=options.output_file, metavar="FILE", help="output JSON Lines file")
     parser.add_argument(
         "--format",
         choices=("auto", "kvtheory", "mooncake"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 
 from kvtheory.model.records import MAX_SEED, MAX_TOKENS
 
@@ -116,3 +117,12 @@ def margin(text: str) -> float:
     if value == 1.0:
         raise argparse.ArgumentTypeError("must be a margin in [0, 1), got 1")
     return value
+
+
+def output_file(text: str) -> str:
+    """A file to write: a non-empty path that is not an existing directory."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a file name, got an empty one")
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text[:200]} is a directory; expected a file name")
+    return text

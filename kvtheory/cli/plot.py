@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kvtheory.cli import options
 from kvtheory.cli.common import parse_params
 
 
@@ -11,7 +12,14 @@ def register(commands) -> None:
         help="plot sweep results: ratio against k (or B) per policy, with k, 2*H_k and H_k drawn in",
     )
     parser.add_argument("results", metavar="RESULTS", help="JSON Lines written by kvtheory sweep")
-    parser.add_argument("-o", "--output", required=True, metavar="FIG", help="image file to write (PNG, SVG, PDF)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        type=options.output_file,
+        metavar="FIG",
+        help="image file to write (PNG, SVG, PDF)",
+    )
     parser.add_argument("--x", default="k", help="x axis: k (default), B, batch, or a workload parameter")
     parser.add_argument(
         "--metric",

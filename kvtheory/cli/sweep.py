@@ -15,7 +15,9 @@ def register(commands) -> None:
         description="Run every cell of SPEC not yet in the output file; one JSON line per finished cell.",
     )
     parser.add_argument("spec", metavar="SPEC", help="TOML sweep spec (see examples/sweeps/)")
-    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="JSON Lines results (appended)")
+    parser.add_argument(
+        "-o", "--output", required=True, type=options.output_file, metavar="FILE", help="JSON Lines results (appended)"
+    )
     parser.add_argument("--executor", default="local", choices=("local", "dask"), help="process pool or Dask")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler (default: a LocalCluster)")
     parser.add_argument(
