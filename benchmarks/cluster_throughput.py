@@ -5,9 +5,9 @@
 
 Part 1: the time-based simulation (kvtheory.cluster.simulation) of the paper-size gsp workload (128 x 32
 prompts, 4,096 queries, 12.8 M tokens, 12 q/s) on 4 workers (Llama-3.1-8B on L40 from the cost model,
-B = 207,057 tokens each), for every router with lru and rlt eviction: wall and CPU time of the simulation
-alone (medians of --repeats runs; generating the workload and its trie is timed separately) and simulated
-queries per second of each (on a loaded machine quote the CPU figures).
+B = 207,057 tokens each), for every router with lru and rlt eviction (``--evictions``: any policies):
+wall and CPU time of the simulation alone (medians of --repeats runs; generating the workload and its trie
+is timed separately) and simulated queries per second of each (on a loaded machine quote the CPU figures).
 
 Part 2: the joint routing + eviction MIP (kvtheory.cluster.joint_mip.solve_joint_mip, edge formulation, CBC)
 on small gsp instances of growing size (n = groups x prompts queries, group lengths 8 and 16 tokens,
@@ -36,7 +36,7 @@ from kvtheory.workloads import generate
 SIZES = ((2, 2), (2, 3), (2, 4), (3, 4), (4, 4), (4, 5), (4, 6), (5, 6), (6, 6), (6, 8), (8, 8), (8, 10), (10, 10))
 
 
-def simulation_speed(quick: bool, repeats: int) -> dict:
+def simulation_speed(quick: bool, repeats: int, evictions: tuple[str, ...] = ("lru", "rlt")) -> dict:
     params = {"groups": 32, "prompts": 8} if quick else {}
     started = time.perf_counter()
     workload = generate("gsp", params, seed=0)
@@ -45,7 +45,7 @@ def simulation_speed(quick: bool, repeats: int) -> dict:
     cluster = Cluster.from_cost_models([cost_model_by_name("L40", "Llama-3.1-8B")], 4)
     rows = []
     for router in ROUTERS:
-        for eviction in ("lru", "rlt"):
+        for eviction in evictions:
             walls, cpus = [], []
             for _ in range(repeats):
                 started, started_cpu = time.perf_counter(), time.process_time()
@@ -123,10 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=None, help="MIP time limit (default 60, quick 5)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-mip", action="store_true")
+    parser.add_argument("--evictions", default="lru,rlt", help="comma-separated eviction policies of the workers")
     parser.add_argument("--json", action="store_true", help="print one JSON object (the default output)")
     args = parser.parse_args(argv)
     limit = args.time_limit or (5.0 if args.quick else 60.0)
-    record = {"simulation": simulation_speed(args.quick, args.repeats)}
+    record = {"simulation": simulation_speed(args.quick, args.repeats, tuple(args.evictions.split(",")))}
     if not args.skip_mip:
         record["joint_mip"] = {
             "time_limit": limit,

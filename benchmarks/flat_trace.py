@@ -26,7 +26,7 @@ import numpy as np
 from whole_process import KVTHEORY, Measured
 from whole_process import measure as measure_process
 
-POLICIES = ["lru", "token-lru", "fifo", "rlt", "random-leaf", "lfu"]
+POLICIES = ["lru", "token-lru", "fifo", "rlt", "rlt-authors", "random-leaf", "lfu"]
 
 _LIBCACHESIM = (
     "import sys, libcachesim as lcs\n"

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from kvtheory.model.trie import PrefixTrie
-from kvtheory.policies import register_policy
+from kvtheory.policies import compiled, register_policy
 from kvtheory.policies.base import EvictionPolicy, union_misses
 from kvtheory.policies.radix import put_above
 
@@ -58,10 +58,15 @@ class AuthorsRLT(EvictionPolicy):
     one ``integers(n)`` per draw over their list, kept in ``cy_evict``'s order) and evict its last token; an
     emptied leaf is deleted and its parent joins the candidates if it is unmarked, unlocked and childless.
     The draw stops early only when no candidate is left.
+
+    This class is the oracle of its compiled core (:mod:`kvtheory.policies.compiled.authors`), which
+    ``create`` and ``run_compiled`` use (``compiled_core`` on the class itself: a subclass that changes the
+    rule does not inherit it).
     """
 
     name = "rlt-authors"
     randomized = True
+    compiled_core = True
 
     def __init__(
         self, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
@@ -72,6 +77,35 @@ class AuthorsRLT(EvictionPolicy):
         self._marked: set[_Node] = set()
         self.marked_count = 0
         self.phase_starts: Counter[str] = Counter()
+
+    @classmethod
+    def create(
+        cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
+    ) -> EvictionPolicy:
+        """The compiled core served batch by batch (:class:`~kvtheory.policies.compiled.authors.CompiledAuthorsRLT`,
+        the same hits and draws from the same seed) when the class opted in, else the class itself."""
+        if not cls.__dict__.get("compiled_core", False):
+            return cls.instantiate(trie, budget, seed=seed, evict_amount=evict_amount)
+        from kvtheory.policies.compiled.authors import CompiledAuthorsRLT  # numba, imported by the runs that use it
+
+        return CompiledAuthorsRLT(trie, budget, seed=seed, evict_amount=evict_amount)
+
+    @classmethod
+    def run_compiled(
+        cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"
+    ) -> np.ndarray | None:
+        """Every query's hits from the compiled core (:mod:`kvtheory.policies.compiled.authors`), on any trie and
+        for both eviction amounts, when the class opted in and the core pays off
+        (:func:`~kvtheory.policies.compiled.core_pays_off`; this class takes a Python step per evicted token,
+        so from :data:`~kvtheory.policies.compiled.CORE_MIN_DRAWN_TOKENS` tokens in all); None otherwise."""
+        if not cls.__dict__.get("compiled_core", False):
+            return None
+        tokens = int(np.asarray(trie.depth, dtype=np.int64)[np.asarray(trie.end, dtype=np.int64)].sum())
+        if not compiled.core_pays_off(len(trie.end), tokens, min_tokens=compiled.CORE_MIN_DRAWN_TOKENS):
+            return None
+        from kvtheory.policies.compiled.authors import run_authors
+
+        return run_authors(trie, budget, batch, seed, evict_amount)
 
     # -- walking the tree ---------------------------------------------------------------------------
     def _descend(self, path: Sequence[int]) -> tuple[_Node, int, list[_Node], _Node | None, int]:

@@ -7,8 +7,11 @@ tree held in int64 arrays instead of Python objects, so the two give the same hi
 - A dynamic node is indexed by its creation id ``cid`` (1, 2, ...; the root is 0) and covers the token
   nodes at depths (d0, d1] on the root path of trie node ``bottom`` (the shallowest trie node with depth
   >= d1). Its fields are the rows of ``nodes``: parent, d0, d1, bottom, key (the trie node whose edge
-  holds its first token), stamp, number of children, ``mid`` (its one child when d1 falls strictly inside
-  a trie edge), the clock of the last batch that walked it (``lock``) and whether it is alive.
+  holds its first token), number of children, ``mid`` (its one child when d1 falls strictly inside
+  a trie edge), the clock of the last batch that walked it (``lock``), whether it is alive, and stamp.
+  The first :data:`TREE_ROWS` rows are the tree itself, and the functions that walk, split, grow and cut
+  it (:func:`walk_step`, :func:`split_node`, :func:`attach_leaf`, :func:`remove_leaf`, :func:`cut_tail`)
+  are shared with rlt-authors' kernel (:mod:`kvtheory.policies.compiled.authors`).
 - Per trie node v (rows of ``state``): ``first[v]``, the dynamic node holding the head token of edge v
   (-1 if uncached); ``kept[v]``, the tokens of edge v cached (from the edge's head); ``seen[v]``, the
   clock of the batch that last counted v's missing tokens. A node's child under key v is ``first[v]``
@@ -40,13 +43,16 @@ T_PARENT, T_DEPTH, T_TIN, T_TOUT, T_EDGE = range(5)
 # rows of the per-trie-node state
 S_FIRST, S_KEPT, S_SEEN = range(3)
 # rows of the dynamic-node array
-N_PARENT, N_D0, N_D1, N_BOTTOM, N_KEY, N_STAMP, N_CHILDREN, N_MID, N_LOCK, N_ALIVE = range(10)
+N_PARENT, N_D0, N_D1, N_BOTTOM, N_KEY, N_CHILDREN, N_MID, N_LOCK, N_ALIVE = range(9)
+#: rows of ``nodes`` the shared tree functions use; the radix rules' own row follows
+TREE_ROWS = 9
+N_STAMP = TREE_ROWS
 # cells of the scalar array (the heap's size must be cell 0: heap_push / heap_pop read it there)
 C_HEAP, C_CLOCK, C_LAST_CID, C_SIZE, C_BUDGET, C_REFRESH, C_WHOLE, C_ALLOCATION = range(8)
 
 
 @njit(cache=True)
-def _load_path(tr, end, path):
+def load_path(tr, end, path):
     """Write the trie nodes from the root's child down to ``end`` into ``path``; return their number."""
     n = 0
     v = end
@@ -78,7 +84,7 @@ def _push(nodes, hp, sc, c):
 
 
 @njit(cache=True)
-def _uncache(tr, state, bottom, lo):
+def uncache(tr, state, bottom, lo):
     """Token nodes deeper than ``lo`` on the root path of ``bottom`` (all of one leaf's) leave the cache."""
     u = bottom
     while u != 0 and tr[T_DEPTH, u] > lo:
@@ -90,18 +96,15 @@ def _uncache(tr, state, bottom, lo):
 
 
 @njit(cache=True)
-def _split(tr, state, nodes, hp, sc, c, at):
-    """Split node ``c`` at trie node ``at`` (strictly inside it): a new head node (a new cid, c's stamp)
-    takes the part above ``at``; ``c`` keeps its cid as the tail. Return the head."""
-    h = sc[C_LAST_CID] + 1
-    sc[C_LAST_CID] = h
+def split_node(tr, state, nodes, c, at, h):
+    """Split node ``c`` at trie node ``at`` (strictly inside it): the new node ``h`` takes the part above
+    ``at`` and c's place under its parent; ``c`` keeps its cid as the tail, h's only child."""
     p, d0, key = nodes[N_PARENT, c], nodes[N_D0, c], nodes[N_KEY, c]
     nodes[N_PARENT, h] = p
     nodes[N_D0, h] = d0
     nodes[N_D1, h] = tr[T_DEPTH, at]
     nodes[N_BOTTOM, h] = at
     nodes[N_KEY, h] = key
-    nodes[N_STAMP, h] = nodes[N_STAMP, c]
     nodes[N_CHILDREN, h] = 1
     nodes[N_MID, h] = -1
     nodes[N_LOCK, h] = 0
@@ -118,9 +121,37 @@ def _split(tr, state, nodes, hp, sc, c, at):
     nodes[N_PARENT, c] = h
     nodes[N_KEY, c] = tail_key
     nodes[N_D0, c] = tr[T_DEPTH, at]
+
+
+@njit(cache=True)
+def _split(tr, state, nodes, hp, sc, c, at):
+    """Split node ``c`` at trie node ``at`` (:func:`split_node`): the head gets a new cid and c's stamp.
+    Return the head."""
+    h = sc[C_LAST_CID] + 1
+    sc[C_LAST_CID] = h
+    split_node(tr, state, nodes, c, at, h)
+    nodes[N_STAMP, h] = nodes[N_STAMP, c]
     if nodes[N_CHILDREN, c] == 0:
         _push(nodes, hp, sc, c)
     return h
+
+
+@njit(cache=True)
+def walk_step(tr, state, nodes, path, plen, node, matched, i):
+    """One step down the longest cached prefix of the path in ``path[:plen]``, from ``node`` at matched depth
+    ``matched``; ``i`` is where the previous step left the path. Return (i, the child entered or -1 if the
+    prefix ends at ``node``, the trie node where the prefix ends strictly inside that child or -1 if the
+    child is matched whole)."""
+    end = path[plen - 1]
+    while tr[T_DEPTH, path[i]] <= matched:
+        i += 1
+    child = _child(tr, state, nodes, node, path[i])
+    if child < 0 or _is_ancestor(tr, nodes[N_BOTTOM, child], end):
+        return i, child, -1
+    j = i
+    while j + 1 < plen and _is_ancestor(tr, path[j + 1], nodes[N_BOTTOM, child]):
+        j += 1
+    return i, child, path[j]
 
 
 @njit(cache=True)
@@ -130,31 +161,59 @@ def _match(tr, state, nodes, hp, sc, path, plen, mutate):
     With ``mutate`` (serving), every node walked is stamped now if the policy refreshes, locked for this
     batch, and a node the query leaves in its middle is split there (after its refresh)."""
     clock = sc[C_CLOCK]
-    end = path[plen - 1]
-    length = tr[T_DEPTH, end]
+    length = tr[T_DEPTH, path[plen - 1]]
     node, matched, i = 0, 0, 0
     while matched < length:
-        while tr[T_DEPTH, path[i]] <= matched:
-            i += 1
-        child = _child(tr, state, nodes, node, path[i])
+        i, child, at = walk_step(tr, state, nodes, path, plen, node, matched, i)
         if child < 0:
             break
         if mutate and sc[C_REFRESH]:
             nodes[N_STAMP, child] = clock
-        if _is_ancestor(tr, nodes[N_BOTTOM, child], end):
+        if at < 0:
             reach = nodes[N_D1, child]
         else:
-            j = i
-            while j + 1 < plen and _is_ancestor(tr, path[j + 1], nodes[N_BOTTOM, child]):
-                j += 1
-            reach = tr[T_DEPTH, path[j]]
+            reach = tr[T_DEPTH, at]
             if not mutate:
                 return child, reach
-            child = _split(tr, state, nodes, hp, sc, child, path[j])
+            child = _split(tr, state, nodes, hp, sc, child, at)
         if mutate:
             nodes[N_LOCK, child] = clock
         node, matched = child, reach
     return node, matched
+
+
+@njit(cache=True)
+def attach_leaf(tr, state, nodes, c, node, matched, end, key):
+    """Make ``c`` a new leaf under ``node`` (matched depth ``matched``) holding the rest of the path to trie
+    node ``end``, whose first token lies on edge ``key``; its token nodes become cached."""
+    length = tr[T_DEPTH, end]
+    nodes[N_PARENT, c] = node
+    nodes[N_D0, c] = matched
+    nodes[N_D1, c] = length
+    nodes[N_BOTTOM, c] = end
+    nodes[N_KEY, c] = key
+    nodes[N_CHILDREN, c] = 0
+    nodes[N_MID, c] = -1
+    nodes[N_LOCK, c] = 0
+    nodes[N_ALIVE, c] = 1
+    nodes[N_CHILDREN, node] += 1
+    if matched != tr[T_DEPTH, tr[T_PARENT, key]]:
+        nodes[N_MID, node] = c
+    u = end
+    while u != 0 and tr[T_DEPTH, u] > matched:
+        state[S_KEPT, u] = tr[T_EDGE, u]
+        if tr[T_DEPTH, tr[T_PARENT, u]] >= matched:
+            state[S_FIRST, u] = c
+        u = tr[T_PARENT, u]
+
+
+@njit(cache=True)
+def first_key(tr, path, matched):
+    """The trie node of ``path`` whose edge holds the token at depth ``matched`` + 1."""
+    i = 0
+    while tr[T_DEPTH, path[i]] <= matched:
+        i += 1
+    return path[i]
 
 
 @njit(cache=True)
@@ -163,35 +222,35 @@ def _insert(tr, state, nodes, hp, sc, path, plen, node, matched):
     end = path[plen - 1]
     length = tr[T_DEPTH, end]
     if matched < length:
-        i = 0
-        while tr[T_DEPTH, path[i]] <= matched:
-            i += 1
-        key = path[i]
         c = sc[C_LAST_CID] + 1
         sc[C_LAST_CID] = c
-        nodes[N_PARENT, c] = node
-        nodes[N_D0, c] = matched
-        nodes[N_D1, c] = length
-        nodes[N_BOTTOM, c] = end
-        nodes[N_KEY, c] = key
+        attach_leaf(tr, state, nodes, c, node, matched, end, first_key(tr, path, matched))
         nodes[N_STAMP, c] = sc[C_CLOCK]
-        nodes[N_CHILDREN, c] = 0
-        nodes[N_MID, c] = -1
-        nodes[N_LOCK, c] = 0
-        nodes[N_ALIVE, c] = 1
-        nodes[N_CHILDREN, node] += 1
-        if matched != tr[T_DEPTH, tr[T_PARENT, key]]:
-            nodes[N_MID, node] = c
-        u = end
-        while u != 0 and tr[T_DEPTH, u] > matched:
-            state[S_KEPT, u] = tr[T_EDGE, u]
-            if tr[T_DEPTH, tr[T_PARENT, u]] >= matched:
-                state[S_FIRST, u] = c
-            u = tr[T_PARENT, u]
         sc[C_SIZE] += length - matched
         _push(nodes, hp, sc, c)
     elif nodes[N_CHILDREN, node] == 0 and node != 0:
         _push(nodes, hp, sc, node)
+
+
+@njit(cache=True)
+def remove_leaf(tr, nodes, c):
+    """Unlink the emptied leaf ``c`` from its parent (its tokens are uncached by :func:`uncache`)."""
+    nodes[N_ALIVE, c] = 0
+    p = nodes[N_PARENT, c]
+    nodes[N_CHILDREN, p] -= 1
+    if nodes[N_D0, c] != tr[T_DEPTH, tr[T_PARENT, nodes[N_KEY, c]]]:
+        nodes[N_MID, p] = -1
+
+
+@njit(cache=True)
+def cut_tail(tr, state, nodes, c, d1):
+    """Keep only the tokens of leaf ``c`` down to depth ``d1`` (> its d0)."""
+    uncache(tr, state, nodes[N_BOTTOM, c], d1)
+    nodes[N_D1, c] = d1
+    bottom = nodes[N_BOTTOM, c]
+    while tr[T_DEPTH, tr[T_PARENT, bottom]] >= d1:
+        bottom = tr[T_PARENT, bottom]
+    nodes[N_BOTTOM, c] = bottom
 
 
 @njit(cache=True)
@@ -225,25 +284,16 @@ def _evict(tr, state, nodes, hp, sc, aside, tokens, need):
             continue
         run = nodes[N_D1, c] - nodes[N_D0, c]
         if whole or run <= tokens:
-            _uncache(tr, state, nodes[N_BOTTOM, c], nodes[N_D0, c])
-            nodes[N_ALIVE, c] = 0
+            uncache(tr, state, nodes[N_BOTTOM, c], nodes[N_D0, c])
+            remove_leaf(tr, nodes, c)
             p = nodes[N_PARENT, c]
-            nodes[N_CHILDREN, p] -= 1
-            if nodes[N_D0, c] != tr[T_DEPTH, tr[T_PARENT, nodes[N_KEY, c]]]:
-                nodes[N_MID, p] = -1
             if p != 0 and nodes[N_CHILDREN, p] == 0:
                 _push(nodes, hp, sc, p)
             sc[C_SIZE] -= run
             tokens -= run
             freed += run
         else:
-            d1 = nodes[N_D1, c] - tokens
-            _uncache(tr, state, nodes[N_BOTTOM, c], d1)
-            nodes[N_D1, c] = d1
-            bottom = nodes[N_BOTTOM, c]
-            while tr[T_DEPTH, tr[T_PARENT, bottom]] >= d1:
-                bottom = tr[T_PARENT, bottom]
-            nodes[N_BOTTOM, c] = bottom
+            cut_tail(tr, state, nodes, c, nodes[N_D1, c] - tokens)
             sc[C_SIZE] -= tokens
             freed += tokens
             tokens = 0
@@ -254,7 +304,7 @@ def _evict(tr, state, nodes, hp, sc, aside, tokens, need):
 
 
 @njit(cache=True)
-def _grow(array, needed):
+def grow_columns(array, needed):
     """``array`` itself if it has ``needed`` columns, else a copy with at least twice as many."""
     if array.shape[1] >= needed:
         return array
@@ -279,13 +329,13 @@ def radix_serve(tr, state, nodes, hp, sc, path, ends, batch, hits):
     for start in range(0, n, batch):
         stop = min(start + batch, n)
         size = stop - start
-        nodes = _grow(nodes, sc[C_LAST_CID] + 3 * size + 1)
-        hp = _grow(hp, sc[C_HEAP] + 3 * size + 1)
+        nodes = grow_columns(nodes, sc[C_LAST_CID] + 3 * size + 1)
+        hp = grow_columns(hp, sc[C_HEAP] + 3 * size + 1)
         sc[C_CLOCK] += 1
         clock = sc[C_CLOCK]
         missing = 0
         for q in range(start, stop):
-            plen = _load_path(tr, ends[q], path)
+            plen = load_path(tr, ends[q], path)
             node, matched = _match(tr, state, nodes, hp, sc, path, plen, True)
             hits[q] = matched
             starts[q - start] = node
@@ -298,7 +348,7 @@ def radix_serve(tr, state, nodes, hp, sc, path, ends, batch, hits):
         if overflow > 0:
             aside = _evict(tr, state, nodes, hp, sc, aside, missing if sc[C_ALLOCATION] else overflow, overflow)
         for q in range(start, stop):
-            plen = _load_path(tr, ends[q], path)
+            plen = load_path(tr, ends[q], path)
             if size > 1:
                 node, matched = _match(tr, state, nodes, hp, sc, path, plen, True)
             else:
@@ -308,7 +358,7 @@ def radix_serve(tr, state, nodes, hp, sc, path, ends, batch, hits):
 
 
 @njit(cache=True)
-def _cached_prefix(tr, state, end):
+def cached_prefix_of(tr, state, end):
     total = 0
     v = end
     while v != 0:
@@ -317,7 +367,7 @@ def _cached_prefix(tr, state, end):
     return total
 
 
-def _trie_arrays(trie: PrefixTrie) -> np.ndarray:
+def trie_arrays(trie: PrefixTrie) -> np.ndarray:
     return np.array([trie.parent, trie.depth, trie.tin, trie.tout, trie.edge_len], dtype=np.int64)
 
 
@@ -331,10 +381,10 @@ class CompiledRadix(KernelServed):
         super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
         self.name = rule.name
         n = trie.n_nodes
-        self._trie = _trie_arrays(trie)
+        self._trie = trie_arrays(trie)
         self._state = np.zeros((3, n), dtype=np.int64)
         self._state[S_FIRST] = -1
-        self._nodes = np.zeros((10, 64), dtype=np.int64)
+        self._nodes = np.zeros((TREE_ROWS + 1, 64), dtype=np.int64)
         self._nodes[N_BOTTOM, 0] = 0
         self._nodes[N_MID, 0] = -1
         self._nodes[N_ALIVE, 0] = 1
@@ -359,7 +409,7 @@ class CompiledRadix(KernelServed):
         return hits
 
     def cached_prefix(self, j: int) -> int:
-        return int(_cached_prefix(self._trie, self._state, self._ends[j]))
+        return int(cached_prefix_of(self._trie, self._state, self._ends[j]))
 
     def kept(self) -> dict[int, int]:
         return kept_of_array(self._state[S_KEPT])

@@ -94,7 +94,7 @@ def _path_sum(parent, ends, kept, j):
 
 
 @njit(cache=True)
-def _bounded(next_uint32, state, m):
+def bounded_draw(next_uint32, state, m):
     """One draw of numpy's ``Generator.integers(0, m, size=...)`` for 2 <= m < 2**32: Lemire's rejection
     on the bit generator's 32-bit output, as numpy's ``random_bounded_uint64_fill`` draws each element."""
     excl = np.uint64(m)
@@ -222,7 +222,7 @@ def serve_batch(
             taken, n_touched, emptied = 0, 0, -1
             while taken < block:
                 taken += 1
-                v = pool[0] if m == 1 else pool[_bounded(next_uint32, rng_state, m)]
+                v = pool[0] if m == 1 else pool[bounded_draw(next_uint32, rng_state, m)]
                 if drawn[v] == 0:
                     touched[n_touched] = v
                     n_touched += 1
@@ -232,7 +232,7 @@ def serve_batch(
                     break
             if m > 1:  # the rest of the block is drawn (the stream moves past it) but not applied
                 for _ in range(block - taken):
-                    _bounded(next_uint32, rng_state, m)
+                    bounded_draw(next_uint32, rng_state, m)
             for i in range(n_touched):
                 v = touched[i]
                 kept[v] -= drawn[v]
