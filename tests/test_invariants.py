@@ -19,6 +19,7 @@ from kvtheory import (
     batches,
     run_fif,
     run_policy,
+    solve_optimum,
 )
 
 ALL = [*ONLINE_POLICIES, "fif"]
@@ -104,17 +105,31 @@ def test_invariants_after_every_batch(name, instance):
     assert result.hits + result.misses == result.tokens == workload.total_tokens
 
 
-@settings(max_examples=150, deadline=EXAMPLE_DEADLINE)
+#: at beta = 2 FIF misses 13 and random-leaf (seed 1) 12: FIF is no optimum at batch sizes >= 2
+FIF_BEATEN_IN_BATCHES = (
+    Workload.from_token_lists([[1, 0, 0], [2], [0, 1], [0, 0, 0, 0, 0], [0], [0], [0], [1, 0], [2], [2]]),
+    8,
+    2,
+)
+
+
+@settings(max_examples=150, deadline=None)
 @given(instance=st.one_of(unbatched, batched))
-@boundary_examples(*UNBATCHED_BOUNDARIES, *BATCHED_BOUNDARIES)
-def test_fif_misses_at_most_every_online_policy(instance):
+@boundary_examples(*UNBATCHED_BOUNDARIES, *BATCHED_BOUNDARIES, FIF_BEATEN_IN_BATCHES)
+def test_the_optimum_misses_at_most_every_online_policy(instance):
+    """OPT <= every policy's misses, OPT from FIF at beta = 1 (exact there) and from the exact optimum at
+    beta >= 2, where FIF is only an upper bound (no deadline: the MIP may run)."""
     workload, budget, batch = instance
-    optimum = run_fif(workload, budget, batch=batch).misses
+    fif = run_fif(workload, budget, batch=batch).misses
+    optimum = solve_optimum(workload, budget, batch=batch, mip_solver="cbc")
+    assert optimum.status == "optimal" and optimum.misses <= fif
+    if batch == 1:
+        assert optimum.misses == fif
     # a lower bound every policy pays too: each distinct token node is prefilled at least once
-    assert optimum >= workload.trie.distinct_tokens
+    assert optimum.misses >= workload.trie.distinct_tokens
     for name, cls in ONLINE_POLICIES.items():
         for seed in (0, 1) if cls.randomized else (None,):
-            assert optimum <= run_policy(workload, budget, name, batch=batch, seed=seed).misses, name
+            assert optimum.misses <= run_policy(workload, budget, name, batch=batch, seed=seed).misses, name
 
 
 @pytest.mark.parametrize("name", RANDOMIZED)
