@@ -35,7 +35,10 @@ def per_edge_paths():
 
 
 def _served(policy, workload, batch: int) -> list[int]:
-    return [h for group in batches(len(workload), batch) for h in policy.serve(group)]
+    """The hits of every batch, each a Python int (they go into records and JSON as counts of tokens)."""
+    hits = [h for group in batches(len(workload), batch) for h in policy.serve(group)]
+    assert all(type(h) is int for h in hits), hits
+    return hits
 
 
 def test_the_switch_reaches_every_entry_point():
