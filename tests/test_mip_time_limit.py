@@ -62,9 +62,10 @@ def _cbc_log(objective: float | None, bound: float) -> str:
 class _StoppedHighs:
     """A solved ``highspy.Highs`` seen as one stopped by its time limit with its incumbent and ``bound``."""
 
-    def __init__(self, highs, bound: float) -> None:
+    def __init__(self, highs, bound: float, incumbent: bool = True) -> None:
         self._highs = highs
         self._bound = bound
+        self._incumbent = incumbent
 
     def getModelStatus(self):  # noqa: N802 (highspy's name)
         import highspy
@@ -79,7 +80,7 @@ class _StoppedHighs:
                 return getattr(info, name)
 
         stopped = Info()
-        stopped.primal_solution_status = 2  # kSolutionStatusFeasible: an incumbent exists
+        stopped.primal_solution_status = 2 if self._incumbent else 0  # kSolutionStatusFeasible / kSolutionStatusNone
         stopped.mip_dual_bound = bound
         objective = self._highs.getInfo().objective_function_value
         stopped.mip_gap = abs(objective - bound) / max(abs(objective), 1e-9)
@@ -92,8 +93,9 @@ class _StoppedHighs:
 @pytest.fixture
 def stop_at_limit(monkeypatch):
     """``stop_at_limit(drop)``: from now on every MIP solve finds the optimum, then reports itself stopped at
-    its time limit with that incumbent and a bound ``drop`` below its objective. ``keep=False`` (CBC only):
-    stopped without an incumbent, the best node bound ``drop`` below the optimum's objective."""
+    its time limit with that incumbent and a bound ``drop`` below its objective. ``keep=False``: stopped
+    without an incumbent, the best node bound ``drop`` below the optimum's objective (HiGHS keeps the values
+    of its columns, which then are no solution)."""
     real_solve = pulp.LpProblem.solve
 
     def install(drop: float, keep: bool = True):
@@ -104,8 +106,7 @@ def stop_at_limit(monkeypatch):
             assert prob.sol_status == pulp.LpSolutionOptimal, "the test instance must solve to optimality"
             objective = pulp.value(prob.objective)
             if isinstance(solver, pulp.HiGHS):
-                assert keep, "a HiGHS run without incumbent is not modelled here"
-                prob.solverModel = _StoppedHighs(prob.solverModel, objective - drop)
+                prob.solverModel = _StoppedHighs(prob.solverModel, objective - drop, incumbent=keep)
                 return status
             with open(solver.optionsDict["logPath"], "w") as log:
                 log.write(_cbc_log(objective if keep else None, objective - drop))
@@ -149,9 +150,10 @@ def test_a_bound_that_rounds_up_to_the_incumbent_is_a_proof(stop_at_limit, solve
     assert result.gap == pytest.approx(1 / PAGES_OPT)
 
 
-def test_stopped_cbc_without_incumbent_reports_its_best_node_bound(stop_at_limit):
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_stopped_solver_without_incumbent_reports_its_best_bound(stop_at_limit, solver):
     stop_at_limit(1.5, keep=False)
-    result = solve_mip(PAGES, 2, solver="cbc", time_limit=60)
+    result = solve_mip(PAGES, 2, solver=solver, time_limit=60)
     assert result.status == "no_solution"
     assert result.misses is None and result.gap is None
     assert result.bound == PAGES_OPT - 1  # ceil(4 - 1.5), from the last node report, not the root LP's 4 - 4.5
