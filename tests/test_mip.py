@@ -93,8 +93,14 @@ def test_bad_inputs_raise_input_error(monkeypatch):
         solve_mip(workload, 3, solver="gurobi")
     with pytest.raises(InputError, match="formulation"):
         solve_mip(workload, 3, formulation="path")
+    with pytest.raises(
+        InputError, match=r"^a MIP start is given in the edge formulation's terms: use formulation='edge'$"
+    ):
+        solve_mip(workload, 3, formulation="token", start={})
     monkeypatch.setattr(pulp.HiGHS, "available", lambda self: False)
-    with pytest.raises(InputError, match=r"needs highspy.*pip install highspy"):
+    with pytest.raises(
+        InputError, match=r"^solver 'highs' needs highspy, which kvtheory installs: pip install highspy$"
+    ):
         solve_mip(workload, 3, solver="highs")
 
 
