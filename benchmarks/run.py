@@ -31,10 +31,20 @@ from whole_process import KVTHEORY
 from whole_process import measure as measure_process
 
 from kvtheory import run_fif, run_policy, write_workload
-from kvtheory.reference import reference_run
+from kvtheory.reference import ReferenceAuthorsRLT, reference_run
+from kvtheory.reference.core import token_lists
 from kvtheory.workloads import generate
 
-POLICIES = ["lru", "token-lru", "rlt", "fifo", "random-leaf", "lfu"]
+POLICIES = ["lru", "token-lru", "rlt", "rlt-authors", "fifo", "random-leaf", "lfu"]
+
+
+def _reference_hits(workload, budget: int, name: str) -> list[int]:
+    """The per-token reference's hits; rlt-authors' reference keeps SGLang's radix nodes instead (the same
+    draws from the same seed, so its hits are comparable one for one)."""
+    if name != "rlt-authors":
+        return reference_run(workload, budget, name, seed=0)
+    policy = ReferenceAuthorsRLT(token_lists(workload), budget, seed=0)
+    return [h for j in range(len(workload)) for h in policy.serve([j])]
 
 
 def _median_time(function, repeats: int) -> tuple[float, object]:
@@ -91,7 +101,7 @@ def main() -> None:
                 argv = ["evict", "--policy", name]
             cli = [*argv, "--workload", path, "--budget", str(budget), "--json"]
             fast_piece, fast_result = _median_time(partial(_run, piece, piece_budget, name), args.repeats)
-            ref_seconds, ref_hits = _median_time(partial(reference_run, piece, piece_budget, name, seed=0), 1)
+            ref_seconds, ref_hits = _median_time(partial(_reference_hits, piece, piece_budget, name), 1)
             ref_scaled = ref_seconds * workload.total_tokens / piece.total_tokens
             entry = {
                 "misses": result.misses,
