@@ -309,3 +309,19 @@ def test_table1_script_rejects_bad_input_in_one_line(capsys):
     assert table1.main(["--quick", "--seeds", "1", "--mfu", "2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and all(line.startswith("table1: ") for line in err)
+
+
+@pytest.mark.parametrize("name", ["lbgr-calibrated", "lbgr-full"])
+def test_lbgr_calibrated_decays_its_load_estimate_per_grid_instant(name):
+    """P~_i decays by rho at each instant k * dt passed since routing: none before 0.02, one at 0.035, three
+    at 0.06 (instants 0.02, 0.04, 0.06)."""
+    workload = Workload.from_token_lists([list(range(100))])
+    view = RouterView(workload, Cluster.uniform(1, 10_000), [0])
+    router = router_class(name)(view, options={})
+    assert router.dispatch(0, 0.015) == 0
+    cost = router.loads(0.0199)[0]
+    assert cost > 0
+    rho = 31.0 / 32.0
+    assert router.loads(0.035)[0] == pytest.approx(cost * rho, rel=1e-12)
+    assert router.loads(0.039)[0] == pytest.approx(cost * rho, rel=1e-12)
+    assert router.loads(0.06)[0] == pytest.approx(cost * rho**3, rel=1e-12)
