@@ -7,31 +7,13 @@ eviction amounts."""
 
 from __future__ import annotations
 
-import contextlib
-import sys
-from unittest import mock
-
+from core_switch import per_edge_paths
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import BATCHED_BOUNDARIES, UNBATCHED_BOUNDARIES, boundary_examples, instances
 
 from kvtheory import ONLINE_POLICIES, batches, run_fif, run_policy
-from kvtheory.policies import compiled
 from kvtheory.policies.base import EVICT_AMOUNTS
-
-
-@contextlib.contextmanager
-def per_edge_paths():
-    """``core_pays_off`` answers False in every module that consults it, as in a short run without numba."""
-    consulting = [
-        module
-        for name, module in list(sys.modules.items())
-        if name.startswith("kvtheory") and getattr(module, "core_pays_off", None) is compiled.core_pays_off
-    ]
-    with contextlib.ExitStack() as stack:
-        for module in consulting:
-            stack.enter_context(mock.patch.object(module, "core_pays_off", lambda *args, **kwargs: False))
-        yield
 
 
 def _served(policy, workload, batch: int) -> list[int]:
