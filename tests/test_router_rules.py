@@ -9,6 +9,7 @@ import pytest
 
 from kvtheory import InputError, Workload
 from kvtheory.cluster.cluster import Cluster, Worker
+from kvtheory.cluster.routers import RouterView, router_class
 from kvtheory.cluster.routers.approx_tree import ApproxTrees
 from kvtheory.cluster.simulation import simulate
 
@@ -73,3 +74,18 @@ def test_the_record_of_a_simulation_names_its_seed():
     workload = Workload.from_token_lists([[1], [2], [1]])
     record = simulate(workload, _cluster(2), "random", "rlt", seed=17, rate=1.0).to_dict()
     assert record["seed"] == 17 and record["router"] == "random" and record["eviction"] == "rlt"
+
+
+def test_least_load_resets_an_emptied_worker_to_exactly_zero():
+    """Released by subtraction, 0.1 + 0.2 leaves 5.6e-17 behind (0.30000000000000004 - 0.1 - 0.2): a worker
+    with nothing in flight is reset to 0 instead, so an emptied worker ties with an idle one and the tie goes
+    to the lower index."""
+    workload = Workload.from_token_lists([[1], [2, 3], [4, 5], [6]])
+    view = RouterView(workload, Cluster((Worker(0.1, 0.01, 1_000, 0.0, 0.0),) * 2), [0] * len(workload))
+    router = router_class("least-load")(view, options={"load": "work"})
+    assert [router.dispatch(0, 0.0), router.dispatch(1, 0.0), router.dispatch(2, 0.0)] == [0, 1, 0]
+    router.complete(0, 0, 1.0, 1.0, 1.0)
+    router.complete(2, 0, 2.0, 2.0, 2.0)
+    router.complete(1, 1, 3.0, 3.0, 3.0)
+    assert router.in_flight == [0, 0]
+    assert router.dispatch(3, 4.0) == 0
