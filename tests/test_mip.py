@@ -25,9 +25,23 @@ def _check_optimal(result, expected: int) -> None:
     assert result.bound == expected and result.gap == 0.0
 
 
+#: two-token edges under which children come and go: the closure "a child is cached only under a full
+#: parent" (the full flags of the edge formulation, the token chain of the token formulation) decides
+LONG_PARENT_EDGES = (
+    Workload.from_token_lists([[0, 1, 2], [0, 1, 3], [0, 1, 2], [4], [0, 1, 3], [5], [0, 1, 2]]),
+    Workload.from_token_lists([[0, 1, 2, 3], [0, 1, 4], [5, 6], [0, 1, 2, 3], [0, 1, 4], [5, 6], [0, 1, 2, 3]]),
+)
+#: at beta = 2 the optimum (12) is below FIF (13)
+FIF_BEATEN_IN_BATCHES = (
+    Workload.from_token_lists([[1, 0, 0], [2], [0, 1], [0, 0, 0, 0, 0], [0], [0], [0], [1, 0], [2], [2]]),
+    8,
+    2,
+)
+
+
 @settings(max_examples=50)
 @given(instances(**SMALL))
-@boundary_examples(*UNBATCHED_BOUNDARIES)
+@boundary_examples(*UNBATCHED_BOUNDARIES, *((w, b, 1) for w in LONG_PARENT_EDGES for b in (4, 5, 6)))
 def test_token_and_edge_mip_equal_fif(instance):
     workload, budget, batch = instance
     fif = run_fif(workload, budget, batch=batch).misses
@@ -37,12 +51,18 @@ def test_token_and_edge_mip_equal_fif(instance):
 
 @settings(max_examples=50)
 @given(instances(**SMALL, max_batch=3))
-@boundary_examples(*BATCHED_BOUNDARIES)
-def test_token_and_edge_mip_equal_fif_in_batches(instance):
+@boundary_examples(*BATCHED_BOUNDARIES, FIF_BEATEN_IN_BATCHES, *((w, 6, 2) for w in LONG_PARENT_EDGES))
+def test_token_and_edge_mip_agree_in_batches_at_most_fif(instance):
+    """At beta >= 2 FIF is an upper bound only: both formulations prove the same optimum, at most FIF's
+    misses and at least one miss per distinct token node."""
     workload, budget, batch = instance
     fif = run_fif(workload, budget, batch=batch).misses
-    for formulation in ("token", "edge"):
-        _check_optimal(solve_mip(workload, budget, batch=batch, formulation=formulation), fif)
+    token, edge = (solve_mip(workload, budget, batch=batch, formulation=f) for f in ("token", "edge"))
+    _check_optimal(token, edge.misses)
+    _check_optimal(edge, token.misses)
+    assert workload.trie.distinct_tokens <= edge.misses <= fif
+    if instance is FIF_BEATEN_IN_BATCHES:
+        assert (edge.misses, fif) == (12, 13)
 
 
 @pytest.mark.skipif(not HAVE_HIGHS, reason="highspy is not installed")
@@ -275,7 +295,7 @@ def test_time_limit_covers_building_the_model():
 
 
 #: a two-token edge 0 1 kept full while its children 2 and 3 come and go: the start sets its "full" flags
-LONG_PARENT_EDGE = (Workload.from_token_lists([[0, 1, 2], [0, 1, 3], [0, 1, 2], [4], [0, 1, 3], [5], [0, 1, 2]]), 4, 1)
+LONG_PARENT_EDGE = (LONG_PARENT_EDGES[0], 4, 1)
 
 
 @settings(max_examples=40)

@@ -206,16 +206,48 @@ def test_an_infeasible_model_is_infeasible_without_values(solver):
     assert (outcome.status, outcome.objective, outcome.bound) == ("infeasible", None, None)
 
 
-def test_the_solver_is_told_to_stop_before_the_callers_limit(monkeypatch):
-    """The solver's own limit ends early (by the margin), so it stops with its incumbent before the hard
-    deadline of the whole call would cut it off and lose what it had."""
+def test_the_solver_named_is_the_one_run_told_its_limit_and_start(monkeypatch):
+    """``solve`` hands the model to the back end named, with its own limit ending early (by the margin, so
+    that it stops with its incumbent before the hard deadline of the whole call would cut it off and lose
+    what it had) and the MIP start flag as given."""
     from kvtheory.optimum import solvers
 
     told = []
-    monkeypatch.setattr(solvers, "_solve_cbc", lambda prob, limit, **kwargs: told.append(limit) or "answer")
-    assert solvers.solve(pulp.LpProblem("p"), "cbc", 10.0, mip=True, gap_abs=0.5) == "answer"
-    assert solvers.solve(pulp.LpProblem("p"), "cbc", None, mip=True, gap_abs=0.5) == "answer"
-    assert told == [pytest.approx(10.0 * (1 - solvers._MARGIN)), None] and told[0] < 10.0
+    for name in ("cbc", "highs"):
+        monkeypatch.setattr(
+            solvers, f"_solve_{name}", lambda prob, limit, name=name, **kwargs: told.append((name, limit, kwargs))
+        )
+    solvers.solve(pulp.LpProblem("p"), "cbc", 10.0, mip=True, gap_abs=0.5, warm=True)
+    solvers.solve(pulp.LpProblem("p"), "highs", None, mip=False, gap_abs=0.25)
+    assert told == [
+        ("cbc", pytest.approx(10.0 * (1 - solvers._MARGIN)), {"mip": True, "gap_abs": 0.5, "warm": True}),
+        ("highs", None, {"mip": False, "gap_abs": 0.25, "warm": False}),
+    ]
+    assert told[0][1] < 10.0
+
+
+def test_nothing_is_solved_after_a_stop_request(monkeypatch):
+    from kvtheory.optimum import interrupt, solvers
+
+    monkeypatch.setattr(interrupt, "stop_requested", lambda: True)
+    outcome = solvers.solve(pulp.LpProblem("p"), "cbc", 10.0, mip=True, gap_abs=0.5)
+    assert (outcome.status, outcome.objective, outcome.bound) == ("interrupted", None, None)
+
+
+@pytest.mark.skipif(not HAVE_HIGHS, reason="highspy is not installed")
+def test_highs_is_given_the_time_left_and_no_relative_gap():
+    """A proof of optimality rests on HiGHS closing the absolute gap below 1 with no relative gap allowed
+    (its default, 1e-4, would stop large models short of a proof), within the time left."""
+    from kvtheory.optimum.solvers import new_variable, solve
+
+    prob = pulp.LpProblem("tiny", pulp.LpMinimize)
+    x = new_variable(prob, "x", 0, 3, cat=pulp.LpInteger)
+    prob += x
+    prob += x >= 1
+    assert solve(prob, "highs", 5.0, mip=True, gap_abs=0.99).status == "optimal"
+    option = {name: prob.solverModel.getOptionValue(name)[1] for name in ("time_limit", "mip_rel_gap", "mip_abs_gap")}
+    assert 0 < option["time_limit"] <= 5.0 * 0.9
+    assert (option["mip_rel_gap"], option["mip_abs_gap"]) == (0.0, 0.99)
 
 
 def test_a_solve_cut_off_without_a_bound_falls_back_to_the_distinct_tokens(monkeypatch):
