@@ -164,3 +164,34 @@ def test_flow_certificate_rejects_a_wrong_flow(monkeypatch):
     bounds = {"lower": np.array([0, 0, 0]), "upper": np.array([2, 2, 1]), "cost": np.array([1, 1, 3])}
     assert flow_bound._highs_certified(demand, **arcs, **bounds) is None
     assert flow_bound.min_cost_flow(demand, **arcs, **bounds) == 4  # solved by the network simplex instead
+
+
+@pytest.mark.parametrize(
+    "col_value,row_dual",
+    [
+        ([1.0, 1.0, 1.0], [0.0, 1.0, 2.0]),  # feasible, cost 5: one unit over the dear direct arc
+        ([2.0, 2.0, 0.0], [0.0, 0.0, 0.0]),  # the optimal flow with potentials that do not prove it
+    ],
+)
+def test_the_flow_certificate_refuses_what_it_cannot_prove(monkeypatch, col_value, row_dual):
+    """min_cost_flow takes HiGHS's flow only with an exact proof (conservation, bounds, complementary
+    slackness on the rounded potentials); a forged HiGHS answer that is not optimal, or not proven so, is
+    refused and network simplex decides: the optimum 4 (two units over 0 -> 1 -> 2) either way."""
+    import highspy
+
+    from kvtheory.optimum import flow_bound
+
+    real = highspy.Highs.getSolution
+
+    def forged(self):
+        solution = real(self)
+        solution.col_value, solution.row_dual = col_value, row_dual
+        return solution
+
+    arcs = {"tail": np.array([0, 1, 0]), "head": np.array([1, 2, 2]), "lower": np.array([0, 0, 0])}
+    network = {**arcs, "upper": np.array([2, 2, 1]), "cost": np.array([1, 1, 3])}
+    demand = np.array([-2, 0, 2])
+    assert flow_bound._highs_certified(demand, **network).tolist() == [2, 2, 0]
+    monkeypatch.setattr(highspy.Highs, "getSolution", forged)
+    assert flow_bound._highs_certified(demand, **network) is None
+    assert flow_bound.min_cost_flow(demand, **network) == 4
