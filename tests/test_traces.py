@@ -137,6 +137,7 @@ def test_oracle_general_reader_against_a_hand_written_file(tmp_path):
     assert workload.token_lists() == [[5], [-1], [5]]
     assert [q.arrival for q in workload] == [1.0, 2.0, 4.0]
     assert run_policy(workload, 1, "lru").misses == 3 and run_policy(workload, 2, "lru").misses == 2
+    assert workload.source == str(path)  # the file it came from, as every reader records it
 
 
 def test_csv_and_plain_text_readers_against_hand_written_files(tmp_path):
