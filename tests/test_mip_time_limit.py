@@ -62,15 +62,16 @@ def _cbc_log(objective: float | None, bound: float) -> str:
 class _StoppedHighs:
     """A solved ``highspy.Highs`` seen as one stopped by its time limit with its incumbent and ``bound``."""
 
-    def __init__(self, highs, bound: float, incumbent: bool = True) -> None:
+    def __init__(self, highs, bound: float, incumbent: bool = True, interrupted: bool = False) -> None:
         self._highs = highs
         self._bound = bound
         self._incumbent = incumbent
+        self._interrupted = interrupted
 
     def getModelStatus(self):  # noqa: N802 (highspy's name)
         import highspy
 
-        return highspy.HighsModelStatus.kTimeLimit
+        return highspy.HighsModelStatus.kInterrupt if self._interrupted else highspy.HighsModelStatus.kTimeLimit
 
     def getInfo(self):  # noqa: N802
         info, bound = self._highs.getInfo(), self._bound
@@ -95,10 +96,10 @@ def stop_at_limit(monkeypatch):
     """``stop_at_limit(drop)``: from now on every MIP solve finds the optimum, then reports itself stopped at
     its time limit with that incumbent and a bound ``drop`` below its objective. ``keep=False``: stopped
     without an incumbent, the best node bound ``drop`` below the optimum's objective (HiGHS keeps the values
-    of its columns, which then are no solution)."""
+    of its columns, which then are no solution). ``interrupted`` (HiGHS only): stopped by a signal instead."""
     real_solve = pulp.LpProblem.solve
 
-    def install(drop: float, keep: bool = True):
+    def install(drop: float, keep: bool = True, interrupted: bool = False):
         def solve(prob, solver=None, **kwargs):
             status = real_solve(prob, solver, **kwargs)
             if not getattr(solver, "mip", False):
@@ -106,7 +107,7 @@ def stop_at_limit(monkeypatch):
             assert prob.sol_status == pulp.LpSolutionOptimal, "the test instance must solve to optimality"
             objective = pulp.value(prob.objective)
             if isinstance(solver, pulp.HiGHS):
-                prob.solverModel = _StoppedHighs(prob.solverModel, objective - drop, incumbent=keep)
+                prob.solverModel = _StoppedHighs(prob.solverModel, objective - drop, keep, interrupted)
                 return status
             with open(solver.optionsDict["logPath"], "w") as log:
                 log.write(_cbc_log(objective if keep else None, objective - drop))
@@ -259,3 +260,10 @@ def test_a_solve_cut_off_without_a_bound_falls_back_to_the_distinct_tokens(monke
     monkeypatch.setattr(mip, "solve", lambda *args, **kwargs: Outcome("no_solution", None, None))
     result = solve_mip(PAGES, 2, solver="cbc", time_limit=60)
     assert (result.status, result.misses, result.bound, result.gap) == ("no_solution", None, 3.0, None)
+
+
+@pytest.mark.skipif(not HAVE_HIGHS, reason="highspy is not installed")
+def test_highs_stopped_by_a_signal_keeps_its_incumbent_and_bound(stop_at_limit):
+    stop_at_limit(2.5, interrupted=True)
+    result = solve_mip(PAGES, 2, solver="highs", time_limit=60)
+    assert (result.status, result.misses, result.bound) == ("interrupted", PAGES_OPT, PAGES_OPT - 2)
