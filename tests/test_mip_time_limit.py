@@ -267,3 +267,21 @@ def test_highs_stopped_by_a_signal_keeps_its_incumbent_and_bound(stop_at_limit):
     stop_at_limit(2.5, interrupted=True)
     result = solve_mip(PAGES, 2, solver="highs", time_limit=60)
     assert (result.status, result.misses, result.bound) == ("interrupted", PAGES_OPT, PAGES_OPT - 2)
+
+
+@pytest.mark.parametrize("solver", ["cbc", "highs"])
+def test_the_mip_runs_on_the_solver_asked_for(monkeypatch, solver):
+    from kvtheory.optimum import solvers
+
+    ran = []
+    for name in ("cbc", "highs"):
+        real = getattr(solvers, f"_solve_{name}")
+        monkeypatch.setattr(
+            solvers,
+            f"_solve_{name}",
+            lambda *args, name=name, real=real, **kwargs: ran.append(name) or real(*args, **kwargs),
+        )
+    if solver == "highs" and not HAVE_HIGHS:
+        pytest.skip("highspy is not installed")
+    assert solve_mip(PAGES, 2, solver=solver).misses == PAGES_OPT
+    assert ran == [solver]
