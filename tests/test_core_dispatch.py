@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import BATCHED_BOUNDARIES, UNBATCHED_BOUNDARIES, boundary_examples, instances
 
-from kvtheory import ONLINE_POLICIES, batches, run_fif, run_policy
+from kvtheory import ONLINE_POLICIES, Workload, batches, run_fif, run_policy
 from kvtheory.policies.base import EVICT_AMOUNTS
 
 
@@ -25,13 +25,11 @@ def _served(policy, workload, batch: int) -> list[int]:
 
 def test_the_switch_reaches_every_entry_point():
     """Without the switch a core serves (numba is loaded); with it, every whole run and the radix and LFU
-    families' ``create`` take the per-edge class. (The samplers' ``create`` always serves through their core,
-    whatever the length of the run.)"""
-    from kvtheory import Workload
-
+    families' ``create`` take the per-edge class. (The samplers' and rlt-authors' ``create`` always serve
+    through their cores, whatever the length of the run.)"""
     workload = Workload.from_token_lists([[1, 2], [1, 3], [1, 2]])
     per_edge_create = ("lru", "token-lru", "fifo", "lfu")
-    for name in (*per_edge_create, "rlt", "random-leaf"):
+    for name in (*per_edge_create, "rlt", "random-leaf", "rlt-authors"):
         assert ONLINE_POLICIES[name].run_compiled(workload.trie, 4, 1, 0, "shortfall") is not None, name
     with per_edge_paths():
         for cls in ONLINE_POLICIES.values():
