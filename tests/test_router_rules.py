@@ -1,7 +1,7 @@
 """Router rules pinned on exact routes (from mutants of the cluster code that no test told apart): the
 round-robin order, least-load on the true backlog of a worker busy with an empty queue, the approximate
 trees' trim (least recently stamped leaf edges first, a tree that stays prefix-closed), a refused router
-option named in one line, and the seed in a simulation's record."""
+option named in one line, the seed in a simulation's record, and an emptied worker's load reset to 0."""
 
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ def test_round_robin_sends_query_n_to_worker_n_mod_m(m):
 
 def test_least_load_on_the_true_backlog_counts_the_query_in_service():
     """Worker 0 serves q_0 (100 ms) from t = 0 with nothing queued behind it; at t = 0.01 its true backlog
-    is the 90 ms left of q_0, so q_1 goes to the idle worker 1, and q_2 (t = 0.02) to worker 1's rival 0
-    only once 1 is the busier: here 1 holds 100 ms left, 0 holds 80 ms."""
+    is the 90 ms left of q_0, so q_1 goes to the idle worker 1; at t = 0.02 worker 0 has 80 ms left and
+    worker 1 90 ms, so q_2 goes to worker 0."""
     workload = Workload.from_token_lists([list(range(100)), list(range(200, 300)), [7]])
     run = simulate(
         workload,
