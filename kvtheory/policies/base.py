@@ -99,11 +99,16 @@ def kept_of_array(kept: np.ndarray) -> dict[int, int]:
 
 
 class KernelServed(EvictionPolicy):
-    """A compiled core's cache as a policy object: :meth:`_serve` runs the kernel over the queries that end
-    at trie nodes ``ends``, in batches of ``batch``, and returns their hits; ``_ends`` holds each trie
-    sequence's end node."""
+    """A compiled core's cache as a policy object: :meth:`_serve` runs the kernel (:meth:`_run`) over the
+    queries that end at trie nodes ``ends``, in batches of ``batch``, and returns their hits. ``_ends`` holds
+    each trie sequence's end node; the kernel keeps the tokens cached of each trie node in row
+    ``_KEPT_ROW`` of ``_state`` and the cache's size in cell ``_SIZE_CELL`` of ``_scalars``."""
 
     _ends: np.ndarray
+    _state: np.ndarray
+    _scalars: np.ndarray
+    _KEPT_ROW: int
+    _SIZE_CELL: int
 
     def serve_all(self, batch: int) -> np.ndarray:
         """Serve every sequence of the trie in order, in batches of ``batch``; return each one's hits."""
@@ -112,9 +117,22 @@ class KernelServed(EvictionPolicy):
     def serve(self, batch: Sequence[int]) -> list[int]:
         return self._serve(self._ends[np.asarray(batch, dtype=np.int64)], len(batch)).tolist()
 
-    @abstractmethod
+    def kept(self) -> dict[int, int]:
+        return kept_of_array(self._state[self._KEPT_ROW])
+
     def _serve(self, ends: np.ndarray, batch: int) -> np.ndarray:
         """Hits of the queries ending at ``ends``, served in batches of ``batch``."""
+        hits = np.zeros(ends.size, dtype=np.int64)
+        try:
+            self._run(ends, batch, hits)
+        except RuntimeError as exc:  # raised inside the kernel: its message, without numba's frames
+            raise RuntimeError(str(exc)) from None
+        self.size = int(self._scalars[self._SIZE_CELL])
+        return hits
+
+    @abstractmethod
+    def _run(self, ends: np.ndarray, batch: int, hits: np.ndarray) -> None:
+        """Run the kernel over the queries ending at ``ends`` in batches of ``batch``, writing their hits."""
 
 
 EVICT_AMOUNTS = ("shortfall", "allocation")

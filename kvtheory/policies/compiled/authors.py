@@ -40,7 +40,7 @@ import numpy as np
 from numba import njit
 
 from kvtheory.model.trie import PrefixTrie
-from kvtheory.policies.base import KernelServed, kept_of_array
+from kvtheory.policies.base import KernelServed
 from kvtheory.policies.compiled.radix import (
     N_ALIVE,
     N_BOTTOM,
@@ -553,6 +553,8 @@ class CompiledAuthorsRLT(KernelServed):
     and phase counts, batch for batch, as :class:`~kvtheory.policies.rlt_authors.AuthorsRLT` from the
     same seed."""
 
+    _KEPT_ROW, _SIZE_CELL = S_KEPT, C_SIZE
+
     name = "rlt-authors"
     randomized = True
 
@@ -588,23 +590,14 @@ class CompiledAuthorsRLT(KernelServed):
         sc = self._scalars
         return Counter({rule: int(sc[cell]) for rule, cell in (("P1", C_P1), ("R1", C_R1), ("R2", C_R2)) if sc[cell]})
 
-    def _serve(self, ends: np.ndarray, batch: int) -> np.ndarray:
-        hits = np.zeros(ends.size, dtype=np.int64)
-        try:
-            self._nodes, self._lists = authors_serve(
-                self._trie, self._state, self._nodes, self._lists, self._scalars, self._path, ends, batch, hits,
-                *self._bits,
-            )  # fmt: skip
-        except RuntimeError as exc:
-            raise RuntimeError(str(exc)) from None
-        self.size = int(self._scalars[C_SIZE])
-        return hits
+    def _run(self, ends: np.ndarray, batch: int, hits: np.ndarray) -> None:
+        self._nodes, self._lists = authors_serve(
+            self._trie, self._state, self._nodes, self._lists, self._scalars, self._path, ends, batch, hits,
+            *self._bits,
+        )  # fmt: skip
 
     def cached_prefix(self, j: int) -> int:
         return int(cached_prefix_of(self._trie, self._state, self._ends[j]))
-
-    def kept(self) -> dict[int, int]:
-        return kept_of_array(self._state[S_KEPT])
 
 
 def run_authors(

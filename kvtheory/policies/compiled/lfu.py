@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 
 from kvtheory.model.trie import PrefixTrie
-from kvtheory.policies.base import KernelServed, kept_of_array
+from kvtheory.policies.base import KernelServed
 from kvtheory.policies.compiled.flat import heap_pop, heap_push
 
 # rows of the per-trie-node state
@@ -152,6 +152,8 @@ class CompiledLFU(KernelServed):
     """LFU-leaf's cache served batch by batch through :func:`lfu_serve`; the same hits, batch for batch, as
     :class:`~kvtheory.policies.lfu.LeafLFU`."""
 
+    _KEPT_ROW, _SIZE_CELL = S_KEPT, C_SIZE
+
     def __init__(
         self, rule: type, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
     ) -> None:
@@ -169,24 +171,15 @@ class CompiledLFU(KernelServed):
         self._touched = np.zeros(n, dtype=np.int64)
         self._ends = np.asarray(trie.end, dtype=np.int64)
 
-    def _serve(self, ends: np.ndarray, batch: int) -> np.ndarray:
+    def _run(self, ends: np.ndarray, batch: int, hits: np.ndarray) -> None:
         if self._scalars[C_STEP] + -(-ends.size // batch) > self._max_steps:
             raise ValueError("too many steps for the LFU core's int64 heap keys")
-        hits = np.zeros(ends.size, dtype=np.int64)
-        try:
-            self._heap = lfu_serve(
-                self._parent, self._edge_len, self._state, self._heap, self._scalars, self._touched, ends, batch, hits
-            )
-        except RuntimeError as exc:
-            raise RuntimeError(str(exc)) from None
-        self.size = int(self._scalars[C_SIZE])
-        return hits
+        self._heap = lfu_serve(
+            self._parent, self._edge_len, self._state, self._heap, self._scalars, self._touched, ends, batch, hits
+        )
 
     def cached_prefix(self, j: int) -> int:
         return int(_cached_prefix(self._parent, self._state, self._ends[j]))
-
-    def kept(self) -> dict[int, int]:
-        return kept_of_array(self._state[S_KEPT])
 
 
 def run_lfu(rule: type, trie: PrefixTrie, budget: int, batch: int, evict_amount: str = "shortfall") -> np.ndarray:

@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from kvtheory.model.trie import PrefixTrie
-from kvtheory.policies.base import KernelServed, kept_of_array
+from kvtheory.policies.base import KernelServed
 from kvtheory.policies.compiled.flat import heap_pop, heap_push
 
 # rows of the trie array
@@ -375,6 +375,8 @@ class CompiledRadix(KernelServed):
     """A radix-family policy's cache served batch by batch through :func:`radix_serve`; the same hits, batch
     for batch, as the per-edge class ``rule`` (L-LRU, token-LRU or FIFO-leaf) it is made for."""
 
+    _KEPT_ROW, _SIZE_CELL = S_KEPT, C_SIZE
+
     def __init__(
         self, rule: type, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
     ) -> None:
@@ -397,22 +399,13 @@ class CompiledRadix(KernelServed):
         self._path = np.zeros(n, dtype=np.int64)
         self._ends = np.asarray(trie.end, dtype=np.int64)
 
-    def _serve(self, ends: np.ndarray, batch: int) -> np.ndarray:
-        hits = np.zeros(ends.size, dtype=np.int64)
-        try:
-            self._nodes, self._heap = radix_serve(
-                self._trie, self._state, self._nodes, self._heap, self._scalars, self._path, ends, batch, hits
-            )
-        except RuntimeError as exc:
-            raise RuntimeError(str(exc)) from None
-        self.size = int(self._scalars[C_SIZE])
-        return hits
+    def _run(self, ends: np.ndarray, batch: int, hits: np.ndarray) -> None:
+        self._nodes, self._heap = radix_serve(
+            self._trie, self._state, self._nodes, self._heap, self._scalars, self._path, ends, batch, hits
+        )
 
     def cached_prefix(self, j: int) -> int:
         return int(cached_prefix_of(self._trie, self._state, self._ends[j]))
-
-    def kept(self) -> dict[int, int]:
-        return kept_of_array(self._state[S_KEPT])
 
 
 def run_radix(rule: type, trie: PrefixTrie, budget: int, batch: int, evict_amount: str = "shortfall") -> np.ndarray:
