@@ -185,6 +185,11 @@ class PrefixTrie:
         """Number of distinct token nodes: the sum of all edge lengths."""
         return sum(self.edge_len)
 
+    @property
+    def sequence_tokens(self) -> int:
+        """Tokens of all the sequences, repeats counted: the sum of the depths of their end nodes."""
+        return int(np.asarray(self.depth, dtype=np.int64)[np.asarray(self.end, dtype=np.int64)].sum())
+
     def is_ancestor(self, a: int, b: int) -> bool:
         """True when node a is b or an ancestor of b."""
         return self.tin[a] <= self.tin[b] and self.tout[b] <= self.tout[a]

@@ -113,8 +113,7 @@ class LeafTokenSampler(EdgeCache):
         all queries); None otherwise."""
         if not cls.__dict__.get("compiled_core", False):
             return None
-        tokens = int(np.asarray(trie.depth, dtype=np.int64)[np.asarray(trie.end, dtype=np.int64)].sum())
-        if not core_pays_off(len(trie.end), tokens):
+        if not core_pays_off(len(trie.end), trie.sequence_tokens):
             return None
         from kvtheory.policies.compiled.sampler import run_sampler
 

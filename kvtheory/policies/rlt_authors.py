@@ -100,8 +100,7 @@ class AuthorsRLT(EvictionPolicy):
         so from :data:`~kvtheory.policies.compiled.CORE_MIN_DRAWN_TOKENS` tokens in all); None otherwise."""
         if not cls.__dict__.get("compiled_core", False):
             return None
-        tokens = int(np.asarray(trie.depth, dtype=np.int64)[np.asarray(trie.end, dtype=np.int64)].sum())
-        if not compiled.core_pays_off(len(trie.end), tokens, min_tokens=compiled.CORE_MIN_DRAWN_TOKENS):
+        if not compiled.core_pays_off(len(trie.end), trie.sequence_tokens, min_tokens=compiled.CORE_MIN_DRAWN_TOKENS):
             return None
         from kvtheory.policies.compiled.authors import run_authors
 
