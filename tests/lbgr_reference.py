@@ -1,6 +1,6 @@
 """The oracle the lbgr-calibrated and lbgr-full routers are compared with route for route
-(tests/test_lbgr_fast_path.py): the routers as they were before their fast path (kvtheory 8f570e8), verbatim
-for ``learn=bias`` and ``learn=none`` (numpy on one-element arrays: single products and sums, rounded alike
+(tests/test_lbgr_fast_path.py): the routers' arithmetic as it was before their fast path (kvtheory 8f570e8),
+verbatim for ``learn=bias`` and ``learn=none`` (numpy on one-element arrays: single products and sums, rounded alike
 on every machine), and for ``learn=full`` the fixed-order arithmetic of docs/cluster.md §lbgr-full written
 out independently of kvtheory/cluster/routers/rls.py: nested lists, the products and left-to-right sums of
 :func:`dot`, every operation rounded on its own (no numpy, whose BLAS rounds ``w @ x`` and ``P @ x`` as the
@@ -14,7 +14,7 @@ import numpy as np
 
 from kvtheory.cluster.routers.approx_tree import ApproxTrees
 from kvtheory.cluster.routers.base import Router, argmin
-from kvtheory.errors import InputError
+from kvtheory.cluster.routers.lbgr_calibrated import LBGRCalibrated
 
 
 def dot(a, b) -> float:
@@ -82,30 +82,11 @@ class ReferenceLBGRCalibrated(Router):
     """
 
     name = "lbgr-calibrated"
-    OPTIONS = {
-        "rho": 31.0 / 32.0,
-        "dt": 0.02,
-        "forgetting": 0.992,
-        "p0": 1e6,
-        "learn": "bias",
-        "max_tree_tokens": 0,
-        "reset_idle": False,
-        "oracle": False,
-    }
+    OPTIONS = LBGRCalibrated.OPTIONS  # the router's; the tests give valid ones only (the router checks them)
 
     def __init__(self, view, *, seed=None, options=None) -> None:
         super().__init__(view, seed=seed, options=options)
         o = self.opts
-        if not 0 < o["rho"] <= 1:
-            raise InputError(f"{self.name}: rho must lie in (0, 1], got {o['rho']}")
-        if not o["dt"] > 0:
-            raise InputError(f"{self.name}: dt must be positive, got {o['dt']}")
-        if not 0 < o["forgetting"] <= 1:
-            raise InputError(f"{self.name}: forgetting must lie in (0, 1], got {o['forgetting']}")
-        if not o["p0"] > 0:
-            raise InputError(f"{self.name}: p0 must be positive, got {o['p0']}")
-        if o["learn"] not in ("bias", "full", "none"):
-            raise InputError(f"{self.name}: learn={o['learn']!r} is not bias, full or none")
         limit = int(o["max_tree_tokens"])
         self.trees = ApproxTrees(view.trie, self.m, limit if limit > 0 else None)
         self._log_rho = math.log(o["rho"])
