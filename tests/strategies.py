@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import numpy as np
 from hypothesis import example, settings
 from hypothesis import strategies as st
 
@@ -38,6 +39,18 @@ def instances(draw, max_queries: int = 10, max_length: int = 5, alphabet: int = 
     )
     budget = draw(st.integers(need, need + 6))
     return workload, budget, batch
+
+
+def deep_prefix_queries(rng: np.random.Generator, queries: int = 300) -> list[list[int]]:
+    """Queries over deep shared prefixes: each a cut of one of 8 random stems (1-29 tokens over 50 ids)
+    followed by 0-7 tokens over 3 ids, so long runs of splits, partial evictions and re-requests build up."""
+    stems = [rng.integers(0, 50, size=int(rng.integers(1, 30))).tolist() for _ in range(8)]
+    made = []
+    for _ in range(queries):
+        stem = stems[int(rng.integers(0, len(stems)))]
+        cut = int(rng.integers(1, len(stem) + 1))
+        made.append(stem[:cut] + rng.integers(0, 3, size=int(rng.integers(0, 8))).tolist())
+    return made
 
 
 # -- boundary instances ---------------------------------------------------------------------------------

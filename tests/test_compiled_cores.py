@@ -20,6 +20,7 @@ from strategies import (
     PARTIAL_EVICTION_AT_A_BRANCH,
     UNBATCHED_BOUNDARIES,
     boundary_examples,
+    deep_prefix_queries,
     instances,
 )
 
@@ -88,12 +89,7 @@ def test_core_matches_on_larger_random_tries():
     """Hundreds of queries over deep shared prefixes, where long runs of splits and evictions build up."""
     rng = np.random.default_rng(2026)
     for trial in range(12):
-        stems = [rng.integers(0, 50, size=int(rng.integers(1, 30))).tolist() for _ in range(8)]
-        queries = []
-        for _ in range(300):
-            stem = stems[int(rng.integers(0, len(stems)))]
-            cut = int(rng.integers(1, len(stem) + 1))
-            queries.append(stem[:cut] + rng.integers(0, 3, size=int(rng.integers(0, 8))).tolist())
+        queries = deep_prefix_queries(rng)
         workload = Workload.from_token_lists(queries)
         batch = 1 + trial % 4
         longest = max(len(q) for q in queries)
