@@ -166,6 +166,25 @@ def test_flow_certificate_rejects_a_wrong_flow(monkeypatch):
     assert flow_bound.min_cost_flow(demand, **arcs, **bounds) == 4  # solved by the network simplex instead
 
 
+def test_highs_flow_is_certified_where_optimal_arcs_need_potential_differences_beyond_one():
+    """HiGHS's own answer passes the exact check, so no fallback is needed: two units over 0 -> 1 -> 2
+    (costs 3 and 2, both arcs strictly inside their bounds, so their reduced costs must be exactly 0 and
+    the potentials differ by 3 and 2), none over the dearer direct arc (cost 6 > 3 + 2). The network
+    simplex is switched off, so only a certified HiGHS flow can give the optimum 10."""
+    network = {
+        "tail": np.array([0, 1, 0]),
+        "head": np.array([1, 2, 2]),
+        "lower": np.array([0, 0, 0]),
+        "upper": np.array([5, 5, 1]),
+        "cost": np.array([3, 2, 6]),
+    }
+    demand = np.array([-2, 0, 2])
+    assert flow_bound._highs_certified(demand, **network).tolist() == [2, 2, 0]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(flow_bound, "_network_simplex", None)
+        assert flow_bound.min_cost_flow(demand, **network) == 10
+
+
 @pytest.mark.parametrize(
     "col_value,row_dual",
     [

@@ -104,3 +104,25 @@ def test_leading_zeros_are_found_in_any_number_of_a_list():
         assert not _leading_zero(text), text
     for text in (b"07", b"00", b"1,07", b"10, 05", b"0,00", b"3, 0 ,012"):
         assert _leading_zero(text), text
+
+
+def test_unknown_keys_are_listed_sorted_and_cut_at_sixty_characters():
+    """A record type without ``extra`` names its unknown keys, sorted, in at most 60 characters, then the
+    allowed ones: the whole message, at the cut and one key short of it."""
+    from kvtheory.model.records import RecordType
+
+    strict = RecordType("a point", {"x": Int("an integer")}, required=frozenset({"x"}))
+
+    def refused(record) -> str:
+        with pytest.raises(InputError) as caught:
+            strict.check(record, "p.jsonl:2")
+        return str(caught.value)
+
+    keys = [f"key_{i:02d}" for i in range(9)]  # repr of 6 keys is 60 characters, of 7 it is 70
+    assert len(repr(keys[:6])) == 60 and len(repr(keys[:7])) == 70
+    assert refused({"x": 1, **dict.fromkeys(reversed(keys[:6]), 0)}) == (
+        f"p.jsonl:2: unknown key(s) {keys[:6]!r}; allowed: x"
+    )
+    assert refused({"x": 1, **dict.fromkeys(reversed(keys), 0)}) == (
+        f"p.jsonl:2: unknown key(s) {repr(keys)[:57]}...; allowed: x"
+    )

@@ -50,3 +50,23 @@ def test_negative_and_huge_token_ids_sort_correctly():
     sequences = [[-5, 1], [2**62, 3], [-5, 2], [0]]
     trie = PrefixTrie(sequences)
     assert trie.distinct_tokens == len(_token_nodes(sequences))
+
+
+@settings(deadline=EXAMPLE_DEADLINE)
+@given(token_lists(max_queries=12, max_length=6))
+@example([[1, 2, 3], [1, 2], [1]])  # one-token edges: every depth is an edge's last token
+@example([[5, 6, 7, 8]])  # one long edge: every depth lies in it
+def test_edge_holding_finds_the_edge_of_every_depth_and_refuses_depths_off_the_path(sequences):
+    """edge_holding(v, d) is the node u of v's root path with depth[parent[u]] < d <= depth[u], checked
+    against the path spelled out token by token; d = 0 and d = depth[v] + 1 are refused (no walk up past
+    the root)."""
+    import pytest
+
+    trie = PrefixTrie(sequences)
+    for j in range(len(sequences)):
+        end = trie.end[j]
+        holder = [u for u in trie.path(j) for _ in range(trie.edge_len[u])]  # holder[d - 1]: edge of token d
+        assert [trie.edge_holding(end, d) for d in range(1, trie.depth[end] + 1)] == holder
+        for d in (0, -1, trie.depth[end] + 1):
+            with pytest.raises(ValueError, match=f"holds the token at depth {d}$"):
+                trie.edge_holding(end, d)

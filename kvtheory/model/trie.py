@@ -194,6 +194,22 @@ class PrefixTrie:
         """True when node a is b or an ancestor of b."""
         return self.tin[a] <= self.tin[b] and self.tout[b] <= self.tout[a]
 
+    def edge_holding(self, node: int, d: int) -> int:
+        """The node u on the root path of ``node`` whose edge holds the token at depth d, that is
+        depth[parent[u]] < d <= depth[u], for 1 <= d <= depth[node] (ValueError otherwise). The walk up
+        ends at a child of the root at the latest, whatever d is.
+
+        >>> trie = PrefixTrie([[1, 2, 3], [1, 2, 4]])
+        >>> [trie.edge_holding(trie.end[0], d) == trie.end[0] for d in (1, 2, 3)]
+        [False, False, True]
+        """
+        depth, parent = self.depth, self.parent
+        if not 1 <= d <= depth[node]:
+            raise ValueError(f"no edge above node {node} (depth {depth[node]}) holds the token at depth {d}")
+        while depth[parent[node]] >= d:
+            node = parent[node]
+        return node
+
     def node_path(self, node: int) -> tuple[int, ...]:
         """Nodes from the root's child down to ``node`` (the root itself excluded)."""
         path = self._paths.get(node)

@@ -199,10 +199,14 @@ _PLAIN_FILE = re.compile(rb'(?:\{"tokens":\[' + _PLAIN_NUMBER + rb"(?:," + _PLAI
 
 def _all_plain(data: bytes, chunk: int = 1 << 16) -> bool:
     """Whether ``data`` is plain records and blank lines only, checked in pieces of about ``chunk`` bytes cut
-    at line ends (one match over the whole file would grow the regex engine's stack with every line)."""
+    at line ends (one match over the whole file would grow the regex engine's stack with every line). A
+    piece ends after the first line end at or past the next multiple of ``chunk`` that the previous piece
+    did not reach; there are at most len(data) / chunk + 1 of them."""
     start = 0
-    while start < len(data):
-        stop = data.find(b"\n", start + chunk)
+    for mark in range(chunk, len(data) + chunk, chunk):
+        if mark < start:
+            continue  # a long line carried the previous piece past this mark
+        stop = data.find(b"\n", mark)
         stop = len(data) if stop < 0 else stop + 1
         if not _PLAIN_FILE.fullmatch(data, start, stop):
             return False

@@ -40,9 +40,7 @@ def put_above(trie: PrefixTrie, head, child) -> None:
     whose edge holds ``child``'s first token now. Nodes are any objects with ``parent``, ``children``,
     ``key``, ``bottom``, ``d0`` and ``d1`` (this tree's and :mod:`kvtheory.policies.rlt_authors`')."""
     child.parent.children[child.key] = head
-    tail_key = child.bottom
-    while trie.parent[tail_key] != head.bottom:
-        tail_key = trie.parent[tail_key]
+    tail_key = trie.edge_holding(child.bottom, head.d1 + 1)
     child.parent, child.key, child.d0 = head, tail_key, head.d1
     head.children[tail_key] = child
 
@@ -204,8 +202,7 @@ class RadixPolicy(EvictionPolicy):
     def _evict(self, tokens: int, locked: set[int], need: int) -> None:
         """Evict leaves in (stamp, cid) order, skipping the batch's paths, until ``tokens`` are freed; with
         nothing left to evict, stop if ``need`` tokens (the shortfall) are free, else raise."""
-        heap, parent_depth = self._heap, self.trie.depth
-        trie_parent = self.trie.parent
+        heap = self._heap
         aside = []
         freed = 0
         while tokens > 0:
@@ -237,10 +234,7 @@ class RadixPolicy(EvictionPolicy):
                 self.size -= tokens
                 freed += tokens
                 tokens = 0
-                bottom = node.bottom
-                while parent_depth[trie_parent[bottom]] >= node.d1:
-                    bottom = trie_parent[bottom]
-                node.bottom = bottom
+                node.bottom = self.trie.edge_holding(node.bottom, node.d1)
         for entry in aside:
             heapq.heappush(heap, entry)
 

@@ -268,12 +268,8 @@ class AuthorsRLT(EvictionPolicy):
 
     def _cut_tail(self, node: _Node, left: int) -> None:
         """Keep the first ``left`` > 0 tokens of leaf ``node``."""
-        depth, parent = self.trie.depth, self.trie.parent
         node.d1 = node.d0 + left
-        bottom = node.bottom
-        while depth[parent[bottom]] >= node.d1:
-            bottom = parent[bottom]
-        node.bottom = bottom
+        node.bottom = self.trie.edge_holding(node.bottom, node.d1)
 
     def kept(self) -> dict[int, int]:
         depth, parent = self.trie.depth, self.trie.parent

@@ -44,7 +44,7 @@ class ApproxTrees:
             if held != alive:
                 lost = alive & ~held
                 stop = depth[parent[v]]
-                while lost:
+                for _ in range(lost.bit_count()):  # each worker that lost q_j here, lowest bit first
                     low = lost & -lost
                     matched[low.bit_length() - 1] = stop
                     lost ^= low
@@ -52,7 +52,7 @@ class ApproxTrees:
                 if not alive:
                     return matched
         end = depth[self.trie.end[j]]
-        while alive:
+        for _ in range(alive.bit_count()):
             low = alive & -alive
             matched[low.bit_length() - 1] = end
             alive ^= low
