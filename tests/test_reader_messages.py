@@ -39,6 +39,8 @@ JSONL = [
     (b'{"tokens": [1]}\n\xff\n', "{p}:2: not valid JSON (the line is not UTF-8)"),
     (b"[" * 100_000 + b"\n", "{p}:1: not valid JSON (nested too deeply)"),
     (b'{"tokens": [1]\n', "{p}:1: not valid JSON (Expecting ',' delimiter)"),
+    (b'{"tokens": [1X2]}\n', "{p}:1: not valid JSON (Expecting ',' delimiter)"),  # not for the fast path either
+    (b'{"tokens": [1, X2]}\n', "{p}:1: not valid JSON (Expecting value)"),
     (b"\n \n", "{p}: empty workload: the file has no queries"),
     (b"", "{p}: empty workload: the file has no queries"),
 ]

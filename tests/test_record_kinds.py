@@ -111,7 +111,7 @@ def test_unknown_keys_are_listed_sorted_and_cut_at_sixty_characters():
     allowed ones: the whole message, at the cut and one key short of it."""
     from kvtheory.model.records import RecordType
 
-    strict = RecordType("a point", {"x": Int("an integer")}, required=frozenset({"x"}))
+    strict = RecordType("a point", {"x": Int("an integer"), "y": Int("an integer")}, required=frozenset({"x"}))
 
     def refused(record) -> str:
         with pytest.raises(InputError) as caught:
@@ -121,8 +121,43 @@ def test_unknown_keys_are_listed_sorted_and_cut_at_sixty_characters():
     keys = [f"key_{i:02d}" for i in range(9)]  # repr of 6 keys is 60 characters, of 7 it is 70
     assert len(repr(keys[:6])) == 60 and len(repr(keys[:7])) == 70
     assert refused({"x": 1, **dict.fromkeys(reversed(keys[:6]), 0)}) == (
-        f"p.jsonl:2: unknown key(s) {keys[:6]!r}; allowed: x"
+        f"p.jsonl:2: unknown key(s) {keys[:6]!r}; allowed: x, y"
     )
     assert refused({"x": 1, **dict.fromkeys(reversed(keys), 0)}) == (
-        f"p.jsonl:2: unknown key(s) {repr(keys)[:57]}...; allowed: x"
+        f"p.jsonl:2: unknown key(s) {repr(keys)[:57]}...; allowed: x, y"
     )
+
+
+def test_int_arrays_of_a_narrower_range_name_that_range_and_check_it_on_the_fast_path():
+    """An IntArray narrower than int64 says "outside [lo, hi]" (only the full int64 range says "signed
+    64-bit"); ``accepts``, the fast path's last check, holds exactly for non-empty arrays within [lo, hi]
+    inclusive; a range beyond int64 is a programming error, refused when the kind is made."""
+    for lo, hi in ((0, INT64_MAX), (INT64_MIN, 10), (0, 10)):
+        kind = IntArray("ids", element="id", lo=lo, hi=hi)
+        bad = -1 if lo == 0 else 11
+        assert message(kind, [5, bad]) == f"w.jsonl:3: id {bad} is outside [{lo}, {hi}]"
+    kind = IntArray("ids", element="id", lo=0, hi=10)
+    assert kind.accepts(np.array([0, 10])) and kind.accepts(np.array([5]))
+    for refused in ([-1, 5], [5, 11], [-1], [11], []):
+        assert not kind.accepts(np.array(refused, dtype=np.int64)), refused
+    for lo, hi in ((INT64_MIN - 1, 0), (0, INT64_MAX + 1)):
+        with pytest.raises(ValueError) as caught:
+            IntArray("ids", element="id", lo=lo, hi=hi)
+        assert str(caught.value) == "an IntArray's range must lie within int64"
+
+
+def test_a_record_types_fast_path_reads_its_first_int_array_without_the_per_element_check(monkeypatch):
+    """A record type takes its first IntArray field for the fast path (none without one), and a plain line
+    is read by numpy, never by the per-element check; the strict parse still vets the rest of the line."""
+    from kvtheory.model.records import RecordType
+
+    ints = IntArray("ints", element="int")
+    assert RecordType("r", {"n": Int("an int"), "a": ints, "b": ints})._array == "a"
+    assert RecordType("r", {"n": Int("an int")})._array is None
+
+    def per_element(*args):
+        raise AssertionError("the fast path was not taken")
+
+    monkeypatch.setattr(IntArray, "check", per_element)
+    record = RecordType("r", {"n": Int("an int"), "a": ints}).parse(b'{"n": 1, "a": [3, 2, 1]}', "w:1")
+    assert record["n"] == 1 and record["a"].tolist() == [3, 2, 1]

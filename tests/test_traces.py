@@ -194,6 +194,58 @@ def test_auto_detects_each_format_from_the_name_or_the_content(tmp_path):
     assert {name: detect_format(tmp_path / name) for name in expected} == expected
 
 
+def test_detection_rules_at_their_edges(tmp_path):
+    """The name decides first (``.oracleGeneral``, ``.txt``, whatever the content); then the first line
+    alone, parsed (a later line's ``hash_ids``, or ``"hash_ids"`` as a string value, do not make a Mooncake
+    trace); then the first 64 KiB only: a NUL or a byte that is not UTF-8 further on is not looked at, and a
+    bad byte in the last 4 bytes of those 64 KiB counts as a character cut by the 64 KiB limit."""
+    head = 1 << 16
+    files = {
+        "a.oracleGeneral": b'{"tokens": [1]}\n',
+        "a.txt": b'{"tokens": [1]}\n',
+        "second": b'{"tokens": [1]}\n{"tokens": [2], "hash_ids": [1]}\n{"tokens": [3]}\n',
+        "value": b'{"tokens": [1], "note": "hash_ids"}\n',
+        "late-nul": b"5\n" * (head // 2) + b"\x00",
+        "early-nul": b"5\n" * (head // 2 - 1) + b"\x00\n",
+        "cut-at-limit": b"5" * (head - 4) + b"\xff" * 10,
+        "bad-before": b"5" * (head - 5) + b"\xff" * 10,
+    }
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+    assert {name: detect_format(tmp_path / name) for name in files} == {
+        "a.oracleGeneral": "oracle-general",
+        "a.txt": "csv",
+        "second": "kvtheory",
+        "value": "kvtheory",
+        "late-nul": "csv",
+        "early-nul": "oracle-general",
+        "cut-at-limit": "csv",
+        "bad-before": "oracle-general",
+    }
+
+
+def test_csv_ids_are_read_exactly_from_the_first_field(tmp_path):
+    (tmp_path / "ids.csv").write_text("126,1,x\n1000,2,y,z\n9223372036854775807\n")
+    assert read_workload(tmp_path / "ids.csv", "csv").token_lists() == [[126], [1000], [2**63 - 1]]
+
+
+def test_mooncake_defaults_to_512_token_blocks_and_names_file_lines(tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_text(
+        '\n{"timestamp": 0, "input_length": 512, "output_length": 1, "hash_ids": [1]}\n'
+        '{"timestamp": 1, "input_length": 513, "output_length": 1, "hash_ids": [1, 2]}\n'
+    )
+    workload = read_workload(path, "mooncake")
+    assert [q.length for q in workload] == [512, 513] and workload.where(1) == f"{path}:3"
+    path.write_text('{"timestamp": 0, "input_length": 513, "output_length": 1, "hash_ids": [1]}\n')
+    with pytest.raises(InputError) as caught:
+        read_workload(path, "mooncake")
+    assert (
+        str(caught.value)
+        == f"{path}:1: input_length 513 does not fit 1 block(s) of 512 tokens (it must lie in (0, 512])"
+    )
+
+
 def test_a_columnar_workload_slices_with_its_arrivals_and_output_lengths():
     from kvtheory.model.workload import QueryColumns
 

@@ -1,5 +1,7 @@
 """Reading and writing JSON Lines workloads, and the one-line errors for malformed files."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
@@ -127,3 +129,74 @@ def test_a_slice_or_a_selection_still_names_the_file_and_line(tmp_path):
     assert workload[1:].where(0) == f"{path}:3"
     assert workload.select([2, 0]).where(0) == f"{path}:4"
     assert [q.tokens.tolist() for q in workload.select([2, 0])] == [[3], [1]]
+
+
+def test_column_slices_inside_the_workload_keep_exactly_their_queries():
+    """A slice that stops before the last query: its queries, arrivals and output lengths, no more; equal
+    columns hash alike, different ones (here) do not."""
+    from kvtheory.model.workload import QueryColumns
+
+    columns = QueryColumns(
+        np.array([1, 2, 3, 4, 5, 6], dtype=np.int64),
+        np.array([0, 2, 3, 5, 6], dtype=np.int64),
+        arrival=np.array([0.0, 1.0, 2.0, 3.0]),
+        output_len=np.array([7, 8, 9, 10]),
+    )
+    middle = columns[1:3]
+    assert len(middle) == 2 and middle.offsets.tolist() == [0, 1, 3]
+    assert list(middle) == [Query.of([3], 1.0, 8), Query.of([4, 5], 2.0, 9)]
+    assert columns[0:0].offsets.tolist() == [0] and len(columns[2:1]) == 0
+    assert hash(columns[1:3]) == hash(middle) and hash(columns[0:2]) != hash(middle)
+
+
+def test_an_empty_workload_is_refused_and_where_names_a_line_only_with_both_file_and_lines():
+    with pytest.raises(InputError) as caught:
+        Workload(())
+    assert str(caught.value) == "empty workload: it has no queries"
+    queries = (Query.of([1]), Query.of([2]))
+    assert Workload(queries, "w.jsonl", (3, 9)).where(1) == "w.jsonl:9"
+    assert Workload(queries, "w.jsonl", None).where(1) == "query 1"
+    assert Workload(queries, None, (3, 9)).where(1) == "query 1"
+
+
+def test_the_bulk_reader_reads_one_digit_records_and_blank_lines():
+    """Plain files are read in bulk (one numpy parse), one-token records and blank lines included: the
+    line numbers are those of the file."""
+    from kvtheory.model.workload import _read_plain
+
+    data = b'{"tokens":[5]}\n\n{"tokens":[6,7]}\n{"tokens":[8]}'
+    workload = _read_plain(data, Path("w.jsonl"))
+    assert workload.token_lists() == [[5], [6, 7], [8]]
+    assert (workload.source, workload.lines) == ("w.jsonl", (1, 3, 4))
+
+
+def test_write_workload_renames_a_file_beside_the_target_with_the_mode_open_gives(tmp_path, monkeypatch):
+    """The temporary file is ``.NAME.*`` in the target's folder, renamed over the target; its mode is
+    0o666 less the umask; a failed write removes it and raises the first error, even when removing it fails."""
+    import os
+
+    target = tmp_path / "w.jsonl"
+    workload = Workload((Query.of([1, 2]),))
+    renamed = []
+    real_replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda src, dst: (renamed.append((src, dst)), real_replace(src, dst)))
+    old_umask = os.umask(0o027)
+    try:
+        write_workload(workload, target)
+    finally:
+        os.umask(old_umask)
+    ((source, destination),) = renamed
+    assert Path(source).parent == tmp_path and Path(source).name.startswith(".w.jsonl.") and destination == target
+    assert target.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.jsonl"]
+
+    def refuse(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(OSError, match="^disk full$"):
+        write_workload(workload, tmp_path / "x.jsonl")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.jsonl"]
+    monkeypatch.setattr(os, "unlink", lambda name: refuse(name, None))
+    with pytest.raises(OSError, match="^disk full$"):
+        write_workload(workload, tmp_path / "y.jsonl")

@@ -24,7 +24,7 @@ def detect_format(path: str | Path) -> str:
     ``csv``; anything else: ``oracle-general``)."""
     path = Path(path)
     name = path.name.lower()
-    if name.endswith((".oraclegeneral", ".oraclegeneral.bin", ".bin")):
+    if name.endswith((".oraclegeneral", ".bin")):
         return "oracle-general"
     if name.endswith((".csv", ".txt")):
         return "csv"
