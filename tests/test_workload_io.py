@@ -200,3 +200,18 @@ def test_write_workload_renames_a_file_beside_the_target_with_the_mode_open_give
     monkeypatch.setattr(os, "unlink", lambda name: refuse(name, None))
     with pytest.raises(OSError, match="^disk full$"):
         write_workload(workload, tmp_path / "y.jsonl")
+
+
+def test_a_plain_file_is_read_in_bulk_without_parsing_a_line(tmp_path, monkeypatch):
+    """What write_workload writes without arrivals or output lengths takes the bulk path (the per-line
+    parser is never called); any other line sends the whole file through the per-line parser."""
+    from kvtheory.model import workload as module
+
+    real_parse = module.parse_query_line
+    parsed = []
+    monkeypatch.setattr(module, "parse_query_line", lambda *args: (parsed.append(args[1]), real_parse(*args))[1])
+    path = tmp_path / "w.jsonl"
+    write_workload(Workload((Query.of([3, 1]), Query.of([2]))), path)
+    assert read_workload(path).token_lists() == [[3, 1], [2]] and parsed == []
+    path.write_text('{"tokens":[3,1]}\n{"tokens": [2]}\n')
+    assert read_workload(path).token_lists() == [[3, 1], [2]] and parsed == [f"{path}:1", f"{path}:2"]
