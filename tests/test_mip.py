@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import math
+import warnings
 
 import numpy as np
 import pulp
@@ -13,7 +15,7 @@ from strategies import BATCHED_BOUNDARIES, UNBATCHED_BOUNDARIES, boundary_exampl
 
 from kvtheory import InputError, Workload, run_fif
 from kvtheory.cluster.joint_mip import makespan_lower_bounds, routing_makespan, solve_joint_mip
-from kvtheory.optimum.mip import solve_mip
+from kvtheory.optimum.mip import gap_of, solve_mip
 
 HAVE_HIGHS = pulp.HiGHS(msg=False).available()
 SMALL = {"max_queries": 8}
@@ -31,6 +33,13 @@ LONG_PARENT_EDGES = (
     Workload.from_token_lists([[0, 1, 2], [0, 1, 3], [0, 1, 2], [4], [0, 1, 3], [5], [0, 1, 2]]),
     Workload.from_token_lists([[0, 1, 2, 3], [0, 1, 4], [5, 6], [0, 1, 2, 3], [0, 1, 4], [5, 6], [0, 1, 2, 3]]),
 )
+#: beta = 2, B = 5: the child (2, 102) of the two-token edge (1, 101) is wanted by both queries of the last
+#: batch; keeping it through steps 1-3 needs (1, 101) full at step 1 too, which does not fit. With the
+#: full flag dropped, or tied to (1, 101)'s count instead of to "full", the MIP keeps the child under a
+#: half-kept parent and finds 18 misses, below the optimum 19
+CHILD_UNDER_A_LONG_PARENT = [
+    [1, 101, 2, 102], [1, 101, 2, 102], [5], [6, 11], [1, 101, 7], [8], [9], [10], [1, 101, 2, 102], [1, 101, 2, 102]
+]  # fmt: skip
 #: at beta = 2 the optimum (12) is below FIF (13)
 FIF_BEATEN_IN_BATCHES = (
     Workload.from_token_lists([[1, 0, 0], [2], [0, 1], [0, 0, 0, 0, 0], [0], [0], [0], [1, 0], [2], [2]]),
@@ -74,6 +83,39 @@ def test_highs_equals_fif(instance):
     fif = run_fif(workload, budget, batch=batch).misses
     for formulation in ("token", "edge"):
         _check_optimal(solve_mip(workload, budget, batch=batch, formulation=formulation, solver="highs"), fif)
+
+
+@pytest.mark.parametrize(
+    "solver", ["cbc", pytest.param("highs", marks=pytest.mark.skipif(not HAVE_HIGHS, reason="no highspy"))]
+)
+def test_a_child_is_kept_only_under_a_full_parent_of_two_tokens(solver):
+    """The edge formulation's full flag (a binary, not the parent's count) on a parent edge of two tokens:
+    the optimum 19 (brute force; FIF too), where a missing or loosened flag gives 18. Variables are made
+    through the problem (no PuLP deprecation warning: PuLP 4 drops free-standing variables)."""
+    workload = Workload.from_token_lists(CHILD_UNDER_A_LONG_PARENT)
+    assert run_fif(workload, 5, batch=2).misses == 19
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for formulation in ("edge", "token"):
+            _check_optimal(solve_mip(workload, 5, batch=2, solver=solver, formulation=formulation), 19)
+
+
+def test_gap_of_zero_where_bound_meets_incumbent_within_a_relative_tolerance():
+    """gap_of is 0 once incumbent - bound <= 1e-9 max(1, |incumbent|) (the boundary included), a bound
+    above the incumbent included; just past the tolerance it is the relative gap; None without both."""
+    assert gap_of(10, 11) == 0.0 and gap_of(10, 10) == 0.0 and gap_of(0, 0) == 0.0
+    assert gap_of(1e-9, 0.0) == 0.0  # exactly at the tolerance 1e-9 * max(1, 1e-9)
+    assert gap_of(1e10, 1e10 - 1) == 0.0  # within 1e-9 * 1e10 = 10
+    assert gap_of(1e10, 1e10 - 20) == pytest.approx(2e-9, rel=1e-6)
+    assert gap_of(0.5, 0.5 - 1.5e-9) == pytest.approx(3e-9, rel=1e-6)  # the tolerance is 1e-9, not 5e-10
+    assert gap_of(1.0, 0.0) == 1.0 and gap_of(0.5, 0.25) == 0.5 and gap_of(13, 12) == 1 / 13
+    assert gap_of(None, 1.0) is None and gap_of(1.0, None) is None
+
+
+def test_gap_of_is_infinite_for_an_incumbent_at_or_below_zero_above_its_bound():
+    """No relative gap exists for an incumbent <= 0 that its bound does not meet: math.inf, no division."""
+    assert gap_of(0.0, -1.0) == math.inf
+    assert gap_of(-1.0, -2.0) == math.inf
 
 
 def _larger_workload(queries: int = 40, seed: int = 0) -> Workload:
