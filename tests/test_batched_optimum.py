@@ -109,6 +109,39 @@ def test_fif_alone_never_claims_optimality_at_batch_2_or_more():
     assert fif_bracket(workload, 3, batch=1).status == "optimal"
 
 
+def test_fif_bracket_reports_every_field_at_batch_1_by_default_and_at_batch_2():
+    """fif_bracket's Optimum field by field: batch 1 by default (FIF exact, with its proof); at beta = 2
+    FIF's misses as an upper bound beside the flow bound, no proof. solver, budget, batch and fif_misses
+    are the call's own."""
+    workload = Workload.from_token_lists(WEIGHTED)
+    exact = fif_bracket(workload, 3).to_dict()
+    assert exact.pop("seconds") >= 0
+    assert exact == {
+        "solver": "fif",
+        "status": "optimal",
+        "misses": 7,
+        "bound": 7,
+        "gap": 0.0,
+        "proof": "FIF is exact at batch size 1",
+        "fif_misses": 7,
+        "budget": 3,
+        "batch": 1,
+    }
+    bracket = fif_bracket(workload, 3, batch=2).to_dict()
+    assert bracket.pop("seconds") >= 0
+    assert bracket == {
+        "solver": "fif",
+        "status": "upper_bound",
+        "misses": 10,
+        "bound": 9,
+        "gap": pytest.approx(0.1),
+        "proof": None,
+        "fif_misses": 10,
+        "budget": 3,
+        "batch": 2,
+    }
+
+
 def test_a_time_limit_spent_before_the_mip_gives_the_bracket():
     workload = Workload.from_token_lists(FRACTIONAL)
     opt = solve_optimum(workload, 4, batch=2, time_limit=1e-9)
