@@ -247,3 +247,94 @@ def test_the_flow_certificate_refuses_what_it_cannot_prove(monkeypatch, col_valu
     monkeypatch.setattr(highspy.Highs, "getSolution", forged)
     assert flow_bound._highs_certified(demand, **network) is None
     assert flow_bound.min_cost_flow(demand, **network) == 4
+
+
+def _highs_answer(monkeypatch, edit):
+    """HiGHS's solution, edited by ``edit(solution)`` before _highs_certified reads it."""
+    import highspy
+
+    real = highspy.Highs.getSolution
+
+    def edited(self):
+        solution = real(self)
+        edit(solution)
+        return solution
+
+    monkeypatch.setattr(highspy.Highs, "getSolution", edited)
+
+
+def _no_network_simplex(*args):
+    raise AssertionError("the network simplex ran: HiGHS's flow was not certified")
+
+
+def test_min_cost_flow_refuses_a_lower_bound_above_the_capacity():
+    """No flow exists when an arc's lower bound exceeds its capacity: said word for word, before any solver."""
+    arcs = {"tail": np.array([0, 1]), "head": np.array([1, 2]), "cost": np.array([1, 1])}
+    with pytest.raises(ValueError, match=r"^an arc's lower bound exceeds its capacity: no feasible flow$"):
+        flow_bound.min_cost_flow(np.array([-1, 0, 1]), **arcs, lower=np.array([0, 3]), upper=np.array([2, 2]))
+
+
+def test_min_cost_flow_prints_nothing(capfd):
+    """HiGHS's banner and log stay off stdout and stderr (the CLI's --json output is stdout)."""
+    network = {"tail": np.array([0, 1, 0]), "head": np.array([1, 2, 2]), "lower": np.array([0, 0, 0])}
+    assert (
+        flow_bound.min_cost_flow(np.array([-2, 0, 2]), **network, upper=np.array([2, 2, 1]), cost=np.array([1, 1, 3]))
+        == 4
+    )
+    assert capfd.readouterr() == ("", "")
+
+
+def test_the_bounds_flows_are_certified_by_highs_alone(monkeypatch):
+    """On the bound's own networks (gap arcs of negative cost saturated at their capacity, so with negative
+    reduced cost at the upper bound) HiGHS's flow passes the exact check: the network simplex never runs."""
+    monkeypatch.setattr(flow_bound, "_network_simplex", _no_network_simplex)
+    for queries, budget, bound in ((WEIGHTED, 3, 9), (FRACTIONAL, 4, 12)):
+        workload = Workload.from_token_lists(queries)
+        steps = batches(len(workload), 2)
+        assert weighted_paging_bound(workload.trie, steps, budget, workload.total_tokens) == bound
+    parallel = {"tail": np.array([0, 0]), "head": np.array([1, 1]), "lower": np.array([0, 0])}
+    # the cheap arc full (reduced cost 1 - 5 < 0), the dear one strictly inside its bounds
+    assert flow_bound.min_cost_flow(np.array([-2, 2]), **parallel, upper=np.array([1, 5]), cost=np.array([1, 5])) == 6
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_the_flow_certificate_takes_row_duals_of_either_sign(monkeypatch, sign):
+    """The potentials may come with either sign convention (HiGHS's row duals, or their negatives): both
+    certify the optimal flow of two units over 0 -> 1 -> 2, whose potentials differ by 3 and 2."""
+    _highs_answer(monkeypatch, lambda solution: setattr(solution, "row_dual", [sign * y for y in solution.row_dual]))
+    network = {"tail": np.array([0, 1, 0]), "head": np.array([1, 2, 2]), "lower": np.array([0, 0, 0])}
+    network |= {"upper": np.array([5, 5, 1]), "cost": np.array([3, 2, 6])}
+    assert flow_bound._highs_certified(np.array([-2, 0, 2]), **network).tolist() == [2, 2, 0]
+
+
+def test_the_flow_certificate_refuses_a_flow_over_an_arcs_capacity(monkeypatch):
+    """A forged answer that conserves flow and satisfies complementary slackness with its potentials, but
+    sends two units over an arc of capacity 1 (cost 2, below the optimum 3), is refused: bounds are part of
+    the proof, and the network simplex finds the optimum 3."""
+
+    def forge(solution):
+        solution.col_value, solution.row_dual = [2.0, 0.0], [0.0, 1.0]
+
+    _highs_answer(monkeypatch, forge)
+    network = {"tail": np.array([0, 0]), "head": np.array([1, 1]), "lower": np.array([0, 0])}
+    network |= {"upper": np.array([1, 5]), "cost": np.array([1, 2])}
+    assert flow_bound._highs_certified(np.array([-2, 2]), **network) is None
+    assert flow_bound.min_cost_flow(np.array([-2, 2]), **network) == 3
+
+
+def test_min_cost_flow_where_no_arc_enters_the_last_node(monkeypatch):
+    """Conservation is checked at every node, the last one too when no arc enters it (a pure source):
+    two units 2 -> 0 -> 1 at cost 4, certified from HiGHS's flow alone."""
+    monkeypatch.setattr(flow_bound, "_network_simplex", _no_network_simplex)
+    network = {"tail": np.array([2, 0]), "head": np.array([0, 1]), "lower": np.array([0, 0])}
+    assert flow_bound.min_cost_flow(np.array([0, 2, -2]), **network, upper=np.array([2, 2]), cost=np.array([1, 1])) == 4
+
+
+@pytest.mark.parametrize("certified", [True, False])
+def test_min_cost_flow_takes_negative_lower_bounds(monkeypatch, certified):
+    """Lower bounds are any integers: an arc 0 -> 1 with -1 <= f <= 3 carries the demand 2, at cost 2 by
+    HiGHS's certified flow and by the network simplex (which shifts the lower bound into the demands)."""
+    if not certified:
+        monkeypatch.setattr(flow_bound, "_highs_certified", lambda *args: None)
+    arc = {"tail": np.array([0]), "head": np.array([1]), "lower": np.array([-1]), "upper": np.array([3])}
+    assert flow_bound.min_cost_flow(np.array([-2, 2]), **arc, cost=np.array([1])) == 2
