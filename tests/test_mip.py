@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pulp
@@ -98,6 +99,49 @@ def test_a_child_is_kept_only_under_a_full_parent_of_two_tokens(solver):
         warnings.simplefilter("error")
         for formulation in ("edge", "token"):
             _check_optimal(solve_mip(workload, 5, batch=2, solver=solver, formulation=formulation), 19)
+
+
+def test_the_edge_models_size_on_a_child_under_a_long_parent():
+    """The edge formulation's variables and constraints, counted from mip.py's docstring: 5 steps, an
+    integer per gap ((1, 101) at steps 1 and 3, (2, 102) over 1-3), one occupancy per step, a full flag for
+    each non-constant segment of (1, 101) that (2, 102)'s gap overlaps (steps 1 and 3; its point at step 2
+    is the constant 2 and needs none): 3 + 5 + 2 variables; 5 occupancy rows, 2 flag rows, 2 closure rows."""
+    result = solve_mip(Workload.from_token_lists(CHILD_UNDER_A_LONG_PARENT), 5, batch=2, solver="highs")
+    assert (result.misses, result.variables, result.constraints) == (19, 10, 9)
+
+
+def test_the_joint_edge_models_size_without_deprecated_variables():
+    """The joint edge model of two workers over the docstring example: a worker's point at an edge's first
+    request is len(v) y (no variable of its own); 25 variables and 30 constraints, every variable made
+    through the problem (no PuLP deprecation warning)."""
+    workload = Workload.from_token_lists([[1, 2], [1, 2], [3, 4], [3, 4]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = solve_joint_mip(workload, [4, 4], a_miss=[2.0, 2.0], a_cached=[1.0, 1.0], solver="highs")
+    assert (result.status, result.makespan, result.variables, result.constraints) == ("optimal", 6.0, 25, 30)
+
+
+def test_a_deadline_passed_while_the_edge_model_is_built_returns_no_solution(monkeypatch):
+    """The edge formulation checks the deadline edge by edge as it builds: with its clock already past the
+    deadline at the first edge, the call ends before any variable exists, with no incumbent and the 11
+    distinct tokens as bound (stand-in clocks: the call starts at 100 s and ends at 100.25 s)."""
+    from kvtheory.optimum import formulations, mip
+
+    monkeypatch.setattr(formulations, "time", SimpleNamespace(perf_counter=lambda: math.inf))
+    readings = iter([100.0])
+    monkeypatch.setattr(mip, "time", SimpleNamespace(perf_counter=lambda: next(readings, 100.25)))
+    result = solve_mip(Workload.from_token_lists(CHILD_UNDER_A_LONG_PARENT), 5, batch=2, solver="highs", time_limit=60)
+    assert result.to_dict() == {
+        "solver": "highs",
+        "formulation": "edge",
+        "status": "no_solution",
+        "misses": None,
+        "bound": 11.0,
+        "gap": None,
+        "seconds": 0.25,
+        "variables": 0,
+        "constraints": 0,
+    }
 
 
 def test_gap_of_zero_where_bound_meets_incumbent_within_a_relative_tolerance():

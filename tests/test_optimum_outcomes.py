@@ -94,23 +94,25 @@ class _Clock:
         return next(self.readings, self.now)
 
 
-def _stopped_mip(calls: list):
+def _stopped_mip(calls: list, status: str = "time_limit"):
     def solve_mip(workload, budget, **kwargs):
         calls.append(kwargs)
-        return OptResult("highs", "edge", "time_limit", FIF_BETA2, float(FLOW_BETA2), 0.1, 0.0, 0, 0)
+        return OptResult("highs", "edge", status, FIF_BETA2, float(FLOW_BETA2), 0.1, 0.0, 0, 0)
 
     return solve_mip
 
 
-def test_the_mip_gets_what_is_left_of_the_limit_its_solver_and_fifs_schedule(monkeypatch):
+@pytest.mark.parametrize("status", ["time_limit", "interrupted"])
+def test_the_mip_gets_what_is_left_of_the_limit_its_solver_and_fifs_schedule(monkeypatch, status):
     """With 0.5 s of a 10 s limit left after the flow bound, the MIP runs on the chosen solver (highs by
-    default), for exactly those 0.5 s, started from FIF's schedule."""
+    default), for exactly those 0.5 s, started from FIF's schedule; a MIP stopped by its limit, or by a
+    signal, leaves the bracket [9, 10] under its own status."""
     calls: list = []
     monkeypatch.setattr(exact, "time", types.SimpleNamespace(perf_counter=_Clock(9.5).perf_counter))
-    monkeypatch.setattr(mip, "solve_mip", _stopped_mip(calls))
+    monkeypatch.setattr(mip, "solve_mip", _stopped_mip(calls, status))
     result = solve_optimum(W, 4, batch=2, time_limit=10.0)
     assert calls == [{"batch": 2, "solver": "highs", "time_limit": 0.5, "start": exact.fif_schedule(W, 4, 2)[1]}]
-    assert _fields(result) == ("mip:highs", "time_limit", FIF_BETA2, FLOW_BETA2, FIF_BETA2, 4, 2)
+    assert _fields(result) == ("mip:highs", status, FIF_BETA2, FLOW_BETA2, FIF_BETA2, 4, 2)
     assert result.proof is None and result.seconds == 9.5
 
 
