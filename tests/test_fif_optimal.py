@@ -110,3 +110,19 @@ def test_fif_water_level_equals_the_per_token_reference(instance):
         assert list(fast.serve(group)) == reference.serve(group)
         assert fast.kept() == reference.kept(workload.trie)
         assert fast.size == reference.size
+
+
+def test_members_above_the_band_are_lowered_to_it_edge_by_edge():
+    """One group: edge 1 (floor 0) in the band at level 1, then edge 2 (floor 0, 5 tokens) joins above
+    it. Evicting 3 tokens lowers edge 2 alone, from depth 5 to 2; edge 1 keeps its token. The lowering
+    step drain takes first is called directly: one that evicts nothing fails here instead of spinning
+    drain's loop."""
+    from kvtheory.optimum.water_level import WaterLevel
+
+    group = WaterLevel(depth=[0, 2, 5], parent=[0, 0, 0])
+    group.add(1, 2)
+    assert group.drain(1) == 1 and group.kept_of(1) == 1
+    group.add(2, 5)
+    assert group._lower_to_band(3) == 3
+    assert (group.kept_of(1), group.kept_of(2), len(group)) == (1, 2, 2)
+    assert group.drain(2) == 2 and (group.kept_of(1), group.kept_of(2)) == (1, 0)
