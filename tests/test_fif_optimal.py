@@ -1,6 +1,7 @@
 """FIF is the exact optimum at batch size 1 (against an exhaustive search); at batch size >= 2 an upper
 bound, exact where only ties decide, and on the batch instance where the depth-first tie rule is not."""
 
+import pytest
 from exhaustive import exhaustive_misses
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -126,3 +127,11 @@ def test_members_above_the_band_are_lowered_to_it_edge_by_edge():
     assert group._lower_to_band(3) == 3
     assert (group.kept_of(1), group.kept_of(2), len(group)) == (1, 2, 2)
     assert group.drain(2) == 2 and (group.kept_of(1), group.kept_of(2)) == (1, 0)
+
+
+def test_fif_run_past_its_budget_says_so_word_for_word():
+    """FurthestInFuture itself does not validate (run_fif does): a query of 3 tokens under B = 2 runs out
+    of tokens to evict, and says why."""
+    fif = FurthestInFuture(Workload.from_token_lists([[1, 2, 3]]).trie, 2, [[0]])
+    with pytest.raises(RuntimeError, match=r"^nothing left to evict: the batch footprint exceeds the budget$"):
+        list(fif.serve([0]))
