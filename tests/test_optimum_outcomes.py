@@ -47,7 +47,10 @@ def test_an_interrupted_flow_bound_keeps_fif_over_the_distinct_tokens(monkeypatc
 
     monkeypatch.setattr(exact, "weighted_paging_bound", interrupted)
     with interrupt.stoppable():
-        result = solve_optimum(W, 4, batch=2)
+        try:
+            result = solve_optimum(W, 4, batch=2)
+        except KeyboardInterrupt:  # escaping, it would end the whole test session instead of failing here
+            pytest.fail("KeyboardInterrupt escaped a stoppable scope")
     distinct = W.trie.distinct_tokens
     assert distinct == 8  # each is missed once, whatever the schedule
     assert _fields(result) == ("fif", "interrupted", FIF_BETA2, distinct, FIF_BETA2, 4, 2)
