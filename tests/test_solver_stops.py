@@ -181,7 +181,7 @@ def test_a_signal_during_a_cbc_solve_stops_its_child_and_keeps_the_incumbent_and
         yield [child]
 
     def stopped(prob, solver=None, **kwargs):
-        signal.raise_signal(signal.SIGTERM)
+        signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)  # what the SIGTERM's arrival runs
         with open(solver.optionsDict["logPath"], "w") as log:
             log.write("Cbc0010I After 50 nodes, 3 on tree, 2 best solution, best possible 0.75 (0.5 seconds)\n")
         for variable in prob.variables():
