@@ -421,3 +421,13 @@ def test_highs_is_handed_the_start_only_when_warm(monkeypatch):
     for warm in (True, False):
         assert solve(_tiny_mip(start=2), "highs", 60, mip=True, gap_abs=0.5, warm=warm) == Outcome("optimal", 1.0, 1.0)
     assert handed == [[2.0]]
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_solver_stopped_without_incumbent_hands_on_its_bound(stop_at_limit, solver):
+    """Straight from the adapter (``solve_mip`` would fall back to the distinct tokens, which PAGES's bound
+    equals): no incumbent, the bound 1.5 below the optimum 1."""
+    from kvtheory.optimum.solvers import Outcome, solve
+
+    stop_at_limit(1.5, keep=False)
+    assert solve(_tiny_mip(), solver, 60, mip=True, gap_abs=0.5) == Outcome("no_solution", None, -0.5)

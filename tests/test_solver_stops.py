@@ -171,9 +171,11 @@ def test_a_child_gone_before_its_signal_does_not_stop_the_watch_or_the_kill(monk
     assert other.killed
 
 
-def test_a_signal_during_a_cbc_solve_stops_its_child_and_keeps_the_incumbent_and_bound(monkeypatch):
+@pytest.mark.parametrize("incumbent", [True, False])
+def test_a_signal_during_a_cbc_solve_stops_its_child_and_keeps_the_incumbent_and_bound(monkeypatch, incumbent):
     """A SIGTERM while CBC runs: the CBC child is stopped (here: killed on the way out, as it ignored the
-    SIGINT), and the solve returns ``interrupted`` with the incumbent CBC wrote and the bound of its log."""
+    SIGINT), and the solve returns ``interrupted`` with the incumbent CBC wrote, if it had one, and the bound
+    of its log. Without one, the values CBC wrote (the LP's, x = 0.5) are no solution."""
     child = StandInChild(61, obeys=False)
 
     @contextlib.contextmanager
@@ -182,18 +184,20 @@ def test_a_signal_during_a_cbc_solve_stops_its_child_and_keeps_the_incumbent_and
 
     def stopped(prob, solver=None, **kwargs):
         signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)  # what the SIGTERM's arrival runs
+        best = "2" if incumbent else "1e+50"
         with open(solver.optionsDict["logPath"], "w") as log:
-            log.write("Cbc0010I After 50 nodes, 3 on tree, 2 best solution, best possible 0.75 (0.5 seconds)\n")
+            log.write(f"Cbc0010I After 50 nodes, 3 on tree, {best} best solution, best possible 0.75 (0.5 seconds)\n")
         for variable in prob.variables():
-            variable.varValue = 2.0
-        prob.status, prob.sol_status = pulp.LpStatusNotSolved, pulp.LpSolutionIntegerFeasible
+            variable.varValue = 2.0 if incumbent else 0.5
+        found = pulp.LpSolutionIntegerFeasible if incumbent else pulp.LpSolutionNoSolutionFound
+        prob.status, prob.sol_status = pulp.LpStatusNotSolved, found
         return prob.status
 
     monkeypatch.setattr(solvers, "reaped_cbc", reaped)
     monkeypatch.setattr(pulp.LpProblem, "solve", stopped)
     with interrupt.stoppable():
         outcome = solvers._solve_cbc(_tiny_mip(), 60, mip=True, gap_abs=0.5)
-    assert outcome == solvers.Outcome("interrupted", 2.0, 0.75)
+    assert outcome == solvers.Outcome("interrupted", 2.0 if incumbent else None, 0.75)
     assert child.killed
     assert not interrupt.stop_requested()  # the scope is over
 
