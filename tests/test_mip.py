@@ -124,6 +124,19 @@ def test_bad_inputs_raise_input_error(monkeypatch):
         solve_mip(workload, 3, solver="highs")
 
 
+def test_check_solver_names_the_choices_and_asks_for_highspy_only_for_highs(monkeypatch):
+    from kvtheory.optimum.solvers import check_solver
+
+    with pytest.raises(InputError, match=r"^unknown solver 'gurobi'; choose one of cbc, highs$"):
+        check_solver("gurobi")
+    monkeypatch.setattr(pulp.HiGHS, "available", lambda self: False)
+    assert check_solver("cbc") is None  # CBC comes with PuLP: no highspy needed
+    with pytest.raises(
+        InputError, match=r"^solver 'highs' needs highspy, which kvtheory installs: pip install highspy$"
+    ):
+        check_solver("highs")
+
+
 def test_result_to_dict_round_trips():
     result = solve_mip(Workload.from_token_lists([[1], [2], [1]]), 1)
     record = result.to_dict()

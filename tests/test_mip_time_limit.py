@@ -431,3 +431,38 @@ def test_a_solver_stopped_without_incumbent_hands_on_its_bound(stop_at_limit, so
 
     stop_at_limit(1.5, keep=False)
     assert solve(_tiny_mip(), solver, 60, mip=True, gap_abs=0.5) == Outcome("no_solution", None, -0.5)
+
+
+def test_a_solve_still_busy_at_its_limit_is_cut_off_without_a_solution(monkeypatch):
+    """The hard deadline of the whole call stops an adapter still busy at the limit (a long hand-over of the
+    model, CBC's root LP): ``no_solution``, what it had is lost. The stand-in would answer after 2 s."""
+    import time
+
+    from kvtheory.optimum import solvers
+
+    def busy(prob, limit, **kwargs):
+        ends = time.monotonic() + 2.0
+        while time.monotonic() < ends:
+            time.sleep(0.005)
+        return solvers.Outcome("optimal", 1.0, 1.0)
+
+    monkeypatch.setattr(solvers, "_solve_cbc", busy)
+    started = time.monotonic()
+    outcome = solvers.solve(pulp.LpProblem("p"), "cbc", 0.05, mip=True, gap_abs=0.5)
+    assert outcome == solvers.Outcome("no_solution", None, None)
+    assert time.monotonic() - started < 1.5
+
+
+def test_the_time_left_runs_to_the_deadline_and_never_below_a_millisecond(monkeypatch):
+    from types import SimpleNamespace
+
+    from kvtheory.optimum import solvers
+
+    monkeypatch.setattr(solvers, "time", SimpleNamespace(perf_counter=lambda: 100.0))
+    assert [solvers.remaining(deadline) for deadline in (None, 110.0, 100.25, 100.0, 90.0)] == [
+        None,
+        10.0,
+        0.25,
+        1e-3,
+        1e-3,
+    ]
