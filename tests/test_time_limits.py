@@ -1,6 +1,7 @@
 """Time limits hold for the whole solve (model building, handing the model over, the solver), a solver
 stopped without a solution says so, and the joint optimum runs when asked."""
 
+import functools
 import json
 import subprocess
 import sys
@@ -50,6 +51,34 @@ def test_the_repeated_alarm_never_lands_inside_the_unraisable_hook(monkeypatch):
         while True:
             pass
     assert reported == ["dropped"]
+
+
+def _spin(seconds: float) -> None:
+    ends = time.monotonic() + seconds
+    while time.monotonic() < ends:
+        pass
+
+
+def test_the_repeated_alarm_waits_out_an_unraisable_hook_that_is_a_partial(monkeypatch):
+    """pytest installs its hook as a ``functools.partial``: the function it wraps is the one recognised."""
+    reported = []
+
+    def slow_hook(sink, unraisable):
+        _spin(0.3)  # six repeated alarms fall in here
+        sink.append(unraisable)
+
+    monkeypatch.setattr(sys, "unraisablehook", functools.partial(slow_hook, reported))
+    with pytest.raises(OutOfTime), hard_deadline(0.02):
+        sys.unraisablehook("dropped")
+        _spin(2.0)
+    assert reported == ["dropped"]
+
+
+def test_an_unraisable_hook_without_python_code_leaves_the_deadline_alone(monkeypatch):
+    """The interpreter's own hook (a builtin, no ``__code__``) is no frame to wait out: OutOfTime as usual."""
+    monkeypatch.setattr(sys, "unraisablehook", sys.__unraisablehook__)
+    with pytest.raises(OutOfTime), hard_deadline(0.02):
+        _spin(2.0)
 
 
 def test_reaped_cbc_kills_what_pulp_started_and_left_running():
