@@ -210,6 +210,36 @@ def test_bad_inputs_raise_input_error(monkeypatch):
         solve_mip(workload, 3, solver="highs")
 
 
+def test_check_solver_names_the_choices_and_asks_for_highspy_only_for_highs(monkeypatch):
+    from kvtheory.optimum.solvers import check_solver
+
+    with pytest.raises(InputError, match=r"^unknown solver 'gurobi'; choose one of cbc, highs$"):
+        check_solver("gurobi")
+    monkeypatch.setattr(pulp.HiGHS, "available", lambda self: False)
+    assert check_solver("cbc") is None  # CBC comes with PuLP: no highspy needed
+    with pytest.raises(
+        InputError, match=r"^solver 'highs' needs highspy, which kvtheory installs: pip install highspy$"
+    ):
+        check_solver("highs")
+
+
+@pytest.mark.parametrize("pulp_release", ["3.3 or later", "older"])
+def test_new_variable_has_the_name_bounds_and_kind_asked_for(pulp_release):
+    """PuLP >= 3.3 makes it with ``prob.add_variable``, without the deprecation warning its ``LpVariable``
+    gives (seen under ``-W default`` or in a user's own test run); an older PuLP, whose problems lack that
+    method (a stand-in problem here), with ``LpVariable``."""
+    import warnings
+    from types import SimpleNamespace
+
+    from kvtheory.optimum.solvers import new_variable
+
+    prob = pulp.LpProblem("p") if pulp_release == "3.3 or later" else SimpleNamespace()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error" if pulp_release == "3.3 or later" else "ignore", DeprecationWarning)
+        x = new_variable(prob, "x", 1, 3, cat=pulp.LpInteger)
+    assert (x.name, x.lowBound, x.upBound, x.cat) == ("x", 1, 3, pulp.LpInteger)
+
+
 def test_result_to_dict_round_trips():
     result = solve_mip(Workload.from_token_lists([[1], [2], [1]]), 1)
     record = result.to_dict()

@@ -285,3 +285,184 @@ def test_the_mip_runs_on_the_solver_asked_for(monkeypatch, solver):
         pytest.skip("highspy is not installed")
     assert solve_mip(PAGES, 2, solver=solver).misses == PAGES_OPT
     assert ran == [solver]
+
+
+def _tiny_mip(start: float | None = None) -> pulp.LpProblem:
+    """min x, x >= 1, x integer in [0, 3] (optimum 1); ``start``: the variable's initial value."""
+    from kvtheory.optimum.solvers import new_variable
+
+    prob = pulp.LpProblem("tiny", pulp.LpMinimize)
+    x = new_variable(prob, "x", 0, 3, cat=pulp.LpInteger)
+    prob += x
+    prob += x >= 1
+    if start is not None:
+        x.setInitialValue(start)
+    return prob
+
+
+def test_cbc_runs_quietly_with_the_limit_gap_and_start_given_logging_to_a_named_temporary_file(monkeypatch):
+    """A real CBC run: its command line (the head of its log) carries the solver's own limit (the call's
+    less the margin), the absolute gap and the MIP start; PuLP warns nothing (with ``msg`` on, it would warn
+    that the log file replaces the messages); the log is a ``kvtheory-cbc-*.log`` file in the temporary
+    directory (what a hard-killed run leaves there), removed afterwards."""
+    import os
+    import tempfile
+    import warnings
+
+    from kvtheory.optimum.solvers import Outcome, solve
+
+    real_solve = pulp.LpProblem.solve
+    logs = []
+
+    def solve_keeping_the_log(prob, solver=None, **kwargs):
+        status = real_solve(prob, solver, **kwargs)
+        path = solver.optionsDict["logPath"]
+        with open(path) as log:
+            logs.append((path, log.read()))
+        return status
+
+    monkeypatch.setattr(pulp.LpProblem, "solve", solve_keeping_the_log)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outcome = solve(_tiny_mip(start=2), "cbc", 5.0, mip=True, gap_abs=0.5, warm=True)
+    assert outcome == Outcome("optimal", 1.0, 1.0)
+    assert [str(w.message) for w in caught if not issubclass(w.category, DeprecationWarning)] == []
+    [(path, text)] = logs
+    command = next(line for line in text.splitlines() if line.startswith("command line - "))
+    assert " -mips " in command and " -sec 4.5 " in command and " -allow 0.5 " in command
+    assert "MIPStart values read for 1 variables." in text
+    folder, name = os.path.split(path)
+    assert folder == tempfile.gettempdir() and name.startswith("kvtheory-cbc-") and name.endswith(".log")
+    assert not os.path.exists(path)
+
+
+def test_cbc_passes_on_pulps_windows_warning_about_a_start(monkeypatch):
+    """Only PuLP's deprecation of PULP_CBC_CMD is silenced: on Windows a MIP start needs ``keepFiles``, and
+    PuLP's warning that says so reaches the user."""
+    from pulp.apis import coin_api
+
+    from kvtheory.optimum import solvers
+
+    monkeypatch.setattr(coin_api, "operating_system", "win")
+    monkeypatch.setattr(pulp.LpProblem, "solve", lambda prob, solver=None, **kwargs: prob.status)
+    with pytest.warns(UserWarning, match="^When using CBC on Windows, warmStart requires keepFiles=True.$"):
+        solvers._solve_cbc(_tiny_mip(start=2), None, mip=True, gap_abs=0.5, warm=True)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_stopped_solver_without_a_finite_bound_reports_no_bound(stop_at_limit, solver):
+    """A bound of -inf (CBC's log may print one; HiGHS's dual bound before its first node) is no bound."""
+    from kvtheory.optimum.solvers import Outcome, solve
+
+    stop_at_limit(math.inf)
+    assert solve(_tiny_mip(), solver, 60, mip=True, gap_abs=0.5) == Outcome("time_limit", 1.0, None)
+
+
+@pytest.mark.skipif(not HAVE_HIGHS, reason="highspy is not installed")
+def test_highs_optimal_within_the_gap_reports_its_dual_bound(monkeypatch):
+    """HiGHS ends ``optimal`` once its gap is within ``gap_abs``: the bound is its dual bound, which may lie
+    below the incumbent, not the incumbent itself."""
+    import highspy
+
+    from kvtheory.optimum.solvers import Outcome, solve
+
+    class OptimalWithinGap(_StoppedHighs):
+        def getModelStatus(self):  # noqa: N802 (highspy's name)
+            return highspy.HighsModelStatus.kOptimal
+
+    real_solve = pulp.LpProblem.solve
+
+    def solve_within_gap(prob, solver=None, **kwargs):
+        status = real_solve(prob, solver, **kwargs)
+        prob.solverModel = OptimalWithinGap(prob.solverModel, pulp.value(prob.objective) - 0.75)
+        return status
+
+    monkeypatch.setattr(pulp.LpProblem, "solve", solve_within_gap)
+    assert solve(_tiny_mip(), "highs", 60, mip=True, gap_abs=0.99) == Outcome("optimal", 1.0, 0.25)
+
+
+@pytest.mark.skipif(not HAVE_HIGHS, reason="highspy is not installed")
+def test_an_lp_solved_by_highs_is_bounded_by_its_objective():
+    """An LP's optimum is its own bound (HiGHS's ``mip_dual_bound`` of an LP is 0, no bound of anything)."""
+    from kvtheory.optimum.solvers import Outcome, new_variable, solve
+
+    prob = pulp.LpProblem("lp", pulp.LpMinimize)
+    x = new_variable(prob, "x", 0, 3)
+    prob += 2 * x
+    prob += x >= 0.5
+    assert solve(prob, "highs", 60, mip=False, gap_abs=0.5) == Outcome("optimal", 1.0, 1.0)
+
+
+@pytest.mark.skipif(not HAVE_HIGHS, reason="highspy is not installed")
+def test_highs_is_left_a_millisecond_when_handing_the_model_over_took_all_its_time():
+    from kvtheory.optimum import solvers
+
+    prob = _tiny_mip()
+    solvers._solve_highs(prob, 0.0, mip=True, gap_abs=0.5)  # the deadline has passed once HiGHS has the model
+    assert prob.solverModel.getOptionValue("time_limit")[1] == 1e-3
+
+
+@pytest.mark.skipif(not HAVE_HIGHS, reason="highspy is not installed")
+def test_highs_is_handed_the_start_only_when_warm(monkeypatch):
+    """With ``warm`` the variables' initial values go to HiGHS as its MIP start (``setSolution``), without
+    it nothing does."""
+    import highspy
+
+    from kvtheory.optimum.solvers import Outcome, solve
+
+    handed = []
+
+    class RecordingHighs(highspy.Highs):
+        def setSolution(self, *args):  # noqa: N802 (highspy's name)
+            handed.append(list(args[0].col_value))
+            return super().setSolution(*args)
+
+    monkeypatch.setattr(highspy, "Highs", RecordingHighs)
+    for warm in (True, False):
+        assert solve(_tiny_mip(start=2), "highs", 60, mip=True, gap_abs=0.5, warm=warm) == Outcome("optimal", 1.0, 1.0)
+    assert handed == [[2.0]]
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_solver_stopped_without_incumbent_hands_on_its_bound(stop_at_limit, solver):
+    """Straight from the adapter (``solve_mip`` would fall back to the distinct tokens, which PAGES's bound
+    equals): no incumbent, the bound 1.5 below the optimum 1."""
+    from kvtheory.optimum.solvers import Outcome, solve
+
+    stop_at_limit(1.5, keep=False)
+    assert solve(_tiny_mip(), solver, 60, mip=True, gap_abs=0.5) == Outcome("no_solution", None, -0.5)
+
+
+def test_a_solve_still_busy_at_its_limit_is_cut_off_without_a_solution(monkeypatch):
+    """The hard deadline of the whole call stops an adapter still busy at the limit (a long hand-over of the
+    model, CBC's root LP): ``no_solution``, what it had is lost. The stand-in would answer after 2 s."""
+    import time
+
+    from kvtheory.optimum import solvers
+
+    def busy(prob, limit, **kwargs):
+        ends = time.monotonic() + 2.0
+        while time.monotonic() < ends:
+            time.sleep(0.005)
+        return solvers.Outcome("optimal", 1.0, 1.0)
+
+    monkeypatch.setattr(solvers, "_solve_cbc", busy)
+    started = time.monotonic()
+    outcome = solvers.solve(pulp.LpProblem("p"), "cbc", 0.05, mip=True, gap_abs=0.5)
+    assert outcome == solvers.Outcome("no_solution", None, None)
+    assert time.monotonic() - started < 1.5
+
+
+def test_the_time_left_runs_to_the_deadline_and_never_below_a_millisecond(monkeypatch):
+    from types import SimpleNamespace
+
+    from kvtheory.optimum import solvers
+
+    monkeypatch.setattr(solvers, "time", SimpleNamespace(perf_counter=lambda: 100.0))
+    assert [solvers.remaining(deadline) for deadline in (None, 110.0, 100.25, 100.0, 90.0)] == [
+        None,
+        10.0,
+        0.25,
+        1e-3,
+        1e-3,
+    ]

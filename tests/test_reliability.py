@@ -282,7 +282,10 @@ def test_the_exact_optimum_stopped_before_its_mip_keeps_fif_as_incumbent(monkeyp
 
     monkeypatch.setattr(exact, "weighted_paging_bound", interrupted)
     with interrupt.stoppable():
-        result = exact.solve_optimum(workload, 4, batch=2)
+        try:
+            result = exact.solve_optimum(workload, 4, batch=2)
+        except KeyboardInterrupt:  # escaping, it would end the whole test session instead of failing here
+            pytest.fail("KeyboardInterrupt escaped a stoppable scope")
     assert (result.status, result.misses, result.fif_misses) == ("interrupted", 10, 10)
     assert result.bound == workload.trie.distinct_tokens <= 9  # OPT is 9 (the docstring's instance)
     with pytest.raises(KeyboardInterrupt):

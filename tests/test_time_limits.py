@@ -1,6 +1,7 @@
 """Time limits hold for the whole solve (model building, handing the model over, the solver), a solver
 stopped without a solution says so, and the joint optimum runs when asked."""
 
+import functools
 import json
 import subprocess
 import sys
@@ -18,11 +19,17 @@ from kvtheory.workloads import generate
 SLACK = 2.0
 
 
+def _spin(seconds: float) -> None:
+    """Busy for ``seconds`` (a bounded loop: a deadline that never fires fails the test instead of hanging it)."""
+    ends = time.monotonic() + seconds
+    while time.monotonic() < ends:
+        pass
+
+
 def test_hard_deadline_stops_python_code_and_restores_an_outer_alarm():
     started = time.perf_counter()
     with pytest.raises(OutOfTime), hard_deadline(0.2):
-        while True:
-            pass
+        _spin(0.2 + SLACK)
     assert time.perf_counter() - started < 0.2 + SLACK
     with hard_deadline(5.0):
         with hard_deadline(0.1):
@@ -47,9 +54,30 @@ def test_the_repeated_alarm_never_lands_inside_the_unraisable_hook(monkeypatch):
         time.sleep(0.03)  # the first alarm's OutOfTime, taken as if a callback had dropped it
     with pytest.raises(OutOfTime), hard_deadline(0.02):
         sys.unraisablehook("dropped")
-        while True:
-            pass
+        _spin(2.0)
     assert reported == ["dropped"]
+
+
+def test_the_repeated_alarm_waits_out_an_unraisable_hook_that_is_a_partial(monkeypatch):
+    """pytest installs its hook as a ``functools.partial``: the function it wraps is the one recognised."""
+    reported = []
+
+    def slow_hook(sink, unraisable):
+        _spin(0.3)  # six repeated alarms fall in here
+        sink.append(unraisable)
+
+    monkeypatch.setattr(sys, "unraisablehook", functools.partial(slow_hook, reported))
+    with pytest.raises(OutOfTime), hard_deadline(0.02):
+        sys.unraisablehook("dropped")
+        _spin(2.0)
+    assert reported == ["dropped"]
+
+
+def test_an_unraisable_hook_without_python_code_leaves_the_deadline_alone(monkeypatch):
+    """The interpreter's own hook (a builtin, no ``__code__``) is no frame to wait out: OutOfTime as usual."""
+    monkeypatch.setattr(sys, "unraisablehook", sys.__unraisablehook__)
+    with pytest.raises(OutOfTime), hard_deadline(0.02):
+        _spin(2.0)
 
 
 def test_reaped_cbc_kills_what_pulp_started_and_left_running():

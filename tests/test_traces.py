@@ -400,3 +400,15 @@ def test_the_block_trie_is_the_trie_of_the_token_expansion(requests):
     blocks = Workload(tuple(queries)).trie
     tokens = PrefixTrie([q.tokens for q in queries])
     assert (blocks.parent, blocks.depth, blocks.end) == (tokens.parent, tokens.depth, tokens.end)
+
+
+def test_write_mooncake_writes_a_missing_arrival_and_output_length_as_zero(tmp_path):
+    """The inverse of the reader on exact lines: arrival in ms (rounded), a missing one as 0, a missing
+    output length as 0."""
+    workload = Workload((BlockQuery((7, 9), 6, 4, 1.2346, 3), BlockQuery((7,), 4, 4, None, None)))
+    path = tmp_path / "m.jsonl"
+    write_mooncake(workload, path)
+    assert [orjson.loads(line) for line in path.read_bytes().splitlines()] == [
+        {"timestamp": 1235, "input_length": 6, "output_length": 3, "hash_ids": [7, 9]},
+        {"timestamp": 0, "input_length": 4, "output_length": 0, "hash_ids": [7]},
+    ]

@@ -111,16 +111,18 @@ class FurthestInFuture(EvictionPolicy):
         return hits
 
     def _evict(self, tokens: int) -> None:
+        """Drain the group requested furthest in the future first; a group that frees nothing is empty
+        and is dropped. Every round drops a group or frees a token, so the loop ends."""
         while tokens > 0:
             if not self._order:
                 raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
             key = -self._order[0]
             group = self._groups.get(key)
-            if group is None or not len(group):
+            evicted = 0 if group is None else group.drain(tokens)
+            if not evicted:
                 heapq.heappop(self._order)
                 self._groups.pop(key, None)
                 continue
-            evicted = group.drain(tokens)
             self.size -= evicted
             tokens -= evicted
 
