@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from kvtheory import ONLINE_POLICIES, InputError, PrefixTrie, Workload, run_fif, run_policy, write_workload
 from kvtheory.model.query import BlockQuery
 from kvtheory.model.traces import detect_format, read_workload, write_mooncake
+from kvtheory.model.traces.mooncake import read_mooncake
 from kvtheory.optimum.exact import solve_optimum
 from kvtheory.workloads import generate
 
@@ -235,8 +236,8 @@ def test_mooncake_defaults_to_512_token_blocks_and_names_file_lines(tmp_path):
         '\n{"timestamp": 0, "input_length": 512, "output_length": 1, "hash_ids": [1]}\n'
         '{"timestamp": 1, "input_length": 513, "output_length": 1, "hash_ids": [1, 2]}\n'
     )
-    workload = read_workload(path, "mooncake")
-    assert [q.length for q in workload] == [512, 513] and workload.where(1) == f"{path}:3"
+    for workload in (read_workload(path, "mooncake"), read_mooncake(path)):
+        assert [q.length for q in workload] == [512, 513] and workload.where(1) == f"{path}:3"
     path.write_text('{"timestamp": 0, "input_length": 513, "output_length": 1, "hash_ids": [1]}\n')
     with pytest.raises(InputError) as caught:
         read_workload(path, "mooncake")

@@ -180,14 +180,14 @@ def test_write_workload_renames_a_file_beside_the_target_with_the_mode_open_give
     renamed = []
     real_replace = os.replace
     monkeypatch.setattr(os, "replace", lambda src, dst: (renamed.append((src, dst)), real_replace(src, dst)))
-    old_umask = os.umask(0o027)
+    old_umask = os.umask(0o022)
     try:
         write_workload(workload, target)
     finally:
         os.umask(old_umask)
     ((source, destination),) = renamed
     assert Path(source).parent == tmp_path and Path(source).name.startswith(".w.jsonl.") and destination == target
-    assert target.stat().st_mode & 0o777 == 0o640
+    assert target.stat().st_mode & 0o777 == 0o644
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.jsonl"]
 
     def refuse(src, dst):
