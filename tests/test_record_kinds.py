@@ -9,7 +9,19 @@ import numpy as np
 import pytest
 
 from kvtheory.errors import InputError
-from kvtheory.model.records import INT64_MAX, INT64_MIN, Bool, Int, IntArray, Number, Numbers, Object, Text, show
+from kvtheory.model.records import (
+    INT64_MAX,
+    INT64_MIN,
+    Bool,
+    Int,
+    IntArray,
+    Number,
+    Numbers,
+    Object,
+    RecordType,
+    Text,
+    show,
+)
 
 
 def message(kind, value) -> str:
@@ -109,8 +121,6 @@ def test_leading_zeros_are_found_in_any_number_of_a_list():
 def test_unknown_keys_are_listed_sorted_and_cut_at_sixty_characters():
     """A record type without ``extra`` names its unknown keys, sorted, in at most 60 characters, then the
     allowed ones: the whole message, at the cut and one key short of it."""
-    from kvtheory.model.records import RecordType
-
     strict = RecordType("a point", {"x": Int("an integer"), "y": Int("an integer")}, required=frozenset({"x"}))
 
     def refused(record) -> str:
@@ -149,8 +159,6 @@ def test_int_arrays_of_a_narrower_range_name_that_range_and_check_it_on_the_fast
 def test_a_record_types_fast_path_reads_its_first_int_array_without_the_per_element_check(monkeypatch):
     """A record type takes its first IntArray field for the fast path (none without one), and a plain line
     is read by numpy, never by the per-element check; the strict parse still vets the rest of the line."""
-    from kvtheory.model.records import RecordType
-
     ints = IntArray("ints", element="int")
     assert RecordType("r", {"n": Int("an int"), "a": ints, "b": ints})._array == "a"
     assert RecordType("r", {"n": Int("an int")})._array is None
