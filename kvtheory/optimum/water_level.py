@@ -109,17 +109,25 @@ class WaterLevel:
             if v in self._in_band:
                 self._in_band.discard(v)
                 self._band.remove(v)
-        while self._top_off_band() == level:
-            self._join_band(self._pop_off_band())
+        while self._top_off_band() == level:  # each pass pops one
+            v = self._pop_off_band()
+            self._join_band(v)
 
     def drain(self, tokens: int) -> int:
-        """Evict up to ``tokens`` tokens, deepest first, ties to the larger id; return how many went."""
+        """Evict up to ``tokens`` tokens, deepest first, ties to the larger id; return how many went.
+
+        Each round that does not end the drain lowers phi = 3 (tokens - evicted) + 3 (members off the
+        band) + [band empty] + 2 [cut]: it evicts a token (which can empty the band or settle a cut), or
+        moves members off the band onto it (filling an empty band), or clears a cut that holds nothing.
+        phi starts at most 3 (tokens + len(self) + 1) and never goes below 0, which bounds the rounds."""
         evicted = 0
-        while evicted < tokens:
+        for _ in range(3 * (tokens + len(self) + 1)):
+            if evicted >= tokens:
+                return evicted
             top = self._top_off_band()
             if not self._band:
                 if top is None:
-                    break
+                    return evicted
                 self._settle(top)
                 continue
             if top is not None and top > self._level:
@@ -140,8 +148,8 @@ class WaterLevel:
                 continue
             # fewer tokens left than band members: the largest ids lose their token at this level
             self._cut = self._band[width - (tokens - evicted) - 1]
-            evicted = tokens
-        return evicted
+            return tokens
+        raise AssertionError(f"draining {tokens} tokens did not end within its bound on the rounds")
 
     def _drain_cut(self, tokens: int) -> int:
         """Take up to ``tokens`` of the tokens still held at the level: ``extra`` first (larger ids),
@@ -161,7 +169,13 @@ class WaterLevel:
 
     def _lower_to_band(self, tokens: int) -> int:
         """Lower the members above the band, edge by edge, until they reach its level (then they join
-        it) or ``tokens`` are evicted; return how many went."""
+        it) or ``tokens`` are evicted; return how many went.
+
+        Each round lowers the active members (those whose top is the current ``level``) together to the
+        next event: a member's floor, the next top off the band, or the band's level ``stop``. That
+        event is below ``level`` (an active member holds a token at ``level``, and the members with top
+        ``level`` were all taken), so every round lowers the level by at least one and the rounds end,
+        by return, within ``level - stop`` of them."""
         stop = self._level
         active: set[int] = set()
         floors: list[tuple[int, int]] = []
@@ -175,7 +189,7 @@ class WaterLevel:
                 heapq.heappush(floors, (-self._floor(v), v))
 
         take(level)
-        while evicted < tokens:
+        for _ in range(level - stop):
             top = self._top_off_band()
             lowest = max(-floors[0][0] if floors else stop, top if top is not None and top > stop else stop)
             room = len(active) * (level - lowest)
@@ -189,8 +203,9 @@ class WaterLevel:
                 return tokens
             evicted += room
             level = lowest
-            while floors and -floors[0][0] == level:
-                active.discard(heapq.heappop(floors)[1])
+            while floors and -floors[0][0] == level:  # each pass pops one
+                _, emptied = heapq.heappop(floors)
+                active.discard(emptied)
             if level == stop:
                 for v in active:
                     self._join_band(v)
@@ -198,6 +213,4 @@ class WaterLevel:
             take(level)
             if not active:
                 return evicted
-        for v in active:
-            self.add(v, level - self._floor(v))
-        return evicted
+        raise AssertionError(f"the members above the band did not reach its level {stop}")
