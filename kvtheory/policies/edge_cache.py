@@ -165,12 +165,16 @@ class LeafTokenSampler(EdgeCache):
         """
         rng, kept = self._rng, self._kept
         freed = 0
-        while tokens > 0:
+        # each round takes at least one token or makes new candidates by unmarking at least one node, so
+        # the rounds end, by return, within tokens + (trie nodes) + 1 of them
+        for _ in range(tokens + len(kept) + 1):
+            if tokens <= 0:
+                return
             if self._pool_size == 0:
                 if self._no_candidates(on_paths):
                     continue
                 if freed >= overflow:
-                    break
+                    return
                 raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
             n = self._pool_size
             nodes = self._pool[:n].copy()
@@ -185,6 +189,7 @@ class LeafTokenSampler(EdgeCache):
             tokens -= taken
             freed += taken
             self.size -= taken
+        raise AssertionError(f"evicting {tokens} more tokens did not end within its bound on the rounds")
 
     def _take_scanning(self, draws: list[int], nodes: np.ndarray, caps: np.ndarray) -> int:
         """Apply draws one by one up to the first that empties a candidate; return how many applied."""

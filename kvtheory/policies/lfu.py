@@ -101,13 +101,15 @@ class LeafLFU(EdgeCache):
                 if freed >= need:
                     break
                 raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
-            count, last, neg_v = heap[0]
+            entry = heap[0]
+            count, last, neg_v = entry
             v = -neg_v
             if kept[v] == 0 or children[v] or count != self._count[v] or last != self._last[v]:
                 heapq.heappop(heap)
                 continue
             if v in on_paths:
-                aside.append(heapq.heappop(heap))
+                heapq.heappop(heap)
+                aside.append(entry)
                 continue
             run = min(tokens, int(kept[v]))
             kept[v] -= run

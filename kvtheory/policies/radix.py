@@ -216,7 +216,8 @@ class RadixPolicy(EvictionPolicy):
                 heapq.heappop(heap)
                 continue
             if id(node) in locked:
-                aside.append(heapq.heappop(heap))
+                heapq.heappop(heap)
+                aside.append(entry)
                 continue
             run = node.d1 - node.d0
             if self.whole_node or run <= tokens:
