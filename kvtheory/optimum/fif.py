@@ -112,8 +112,11 @@ class FurthestInFuture(EvictionPolicy):
 
     def _evict(self, tokens: int) -> None:
         """Drain the group requested furthest in the future first; a group that frees nothing is empty
-        and is dropped. Every round drops a group or frees a token, so the loop ends."""
-        while tokens > 0:
+        and is dropped. Every round drops a group or frees a token, so the rounds end, by return or by
+        the error, within tokens + (groups) + 1 of them."""
+        for _ in range(tokens + len(self._order) + 1):
+            if tokens <= 0:
+                return
             if not self._order:
                 raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
             key = -self._order[0]
@@ -125,6 +128,7 @@ class FurthestInFuture(EvictionPolicy):
                 continue
             self.size -= evicted
             tokens -= evicted
+        raise AssertionError(f"evicting {tokens} more tokens did not end within its bound on the rounds")
 
 
 def run_fif(workload: Workload, budget: int, *, batch: int = 1) -> RunResult:
