@@ -14,6 +14,7 @@ from kvtheory.cluster.simulation import Simulation
 from kvtheory.experiments.grid import cell_id, expand
 from kvtheory.experiments.mrc import miss_ratio_curve
 from kvtheory.experiments.sweep import run_cell
+from kvtheory.policies import EvictionPolicy
 
 # B = 7: [7,8] misses 2 tokens and overflows by 1. L-LRU evicts [1] for the shortfall, [1] and [2] (the two
 # least recent leaves) for the allocation, so [2] then hits 1 or 0.
@@ -182,3 +183,31 @@ def test_demo_passes_the_amount_to_every_policy(capsys):
     with pytest.raises(SystemExit) as stopped:
         main(["demo", "--evict-amount", "most"])
     assert stopped.value.code == 2 and capsys.readouterr().err.count("\n") == 1
+
+
+class _KeepsNothing(EvictionPolicy):
+    """A user's policy written against the interface only, with no ``evict_amount`` argument."""
+
+    name = "keeps-nothing"
+
+    def __init__(self, trie, budget, *, seed=None):
+        super().__init__(trie, budget, seed=seed)
+
+    def serve(self, batch):
+        return [0] * len(batch)
+
+    def cached_prefix(self, j):
+        return 0
+
+    def kept(self):
+        return {}
+
+
+def test_a_users_policy_is_created_by_the_base_class_with_the_shortfall_by_default():
+    """``EvictionPolicy.create`` (the cluster's workers are made with it) defaults to the shortfall, which
+    a policy without an ``evict_amount`` argument runs; the allocation is refused by name."""
+    trie = Workload.from_token_lists([[1, 2]]).trie
+    policy = _KeepsNothing.create(trie, 3, seed=5)
+    assert type(policy) is _KeepsNothing and policy.budget == 3
+    with pytest.raises(InputError, match=r"^policy 'keeps-nothing' does not take an eviction amount \(evict_amount\)$"):
+        _KeepsNothing.create(trie, 3, evict_amount="allocation")
