@@ -179,3 +179,40 @@ def test_a_member_lowered_all_the_way_joins_the_band():
     assert (group.kept_of(4), len(group)) == (1, 3)
     assert group._lower_to_band(5) == 1
     assert (group.kept_of(4), len(group)) == (0, 2)
+
+
+def test_fif_refuses_a_batch_off_its_schedule_word_for_word():
+    """FurthestInFuture knows its schedule up front: a batch other than the next one, or one past the end of
+    the schedule, is refused with the same message (the next batch is still served afterwards)."""
+    fif = FurthestInFuture(Workload.from_token_lists([[1], [2]]).trie, 2, [[0], [1]])
+    message = r"^FIF must be served its schedule's batches in order$"
+    with pytest.raises(ValueError, match=message):
+        fif.serve([1])  # the second batch first
+    assert list(fif.serve([0])) == [0] and list(fif.serve([1])) == [0]
+    with pytest.raises(ValueError, match=message):
+        fif.serve([0])  # the schedule is over
+
+
+def test_run_fif_takes_the_compiled_core_only_when_it_pays_off(monkeypatch):
+    """A run long enough for the compiled core (or with numba loaded, as in this process) is served by the
+    core; a short one in a fresh process by FurthestInFuture, without loading numba (seconds of import and
+    compilation). Both give the same hits (tests/test_compiled_fif.py), so the path taken is recorded."""
+    from core_switch import per_edge_paths
+
+    from kvtheory.optimum import compiled_fif, fif
+
+    taken = []
+    real_core, real_class = compiled_fif.run_compiled_fif, fif.FurthestInFuture
+
+    class Recorded(real_class):
+        def __init__(self, *args, **kwargs):
+            taken.append("per-edge")
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(compiled_fif, "run_compiled_fif", lambda *args: taken.append("core") or real_core(*args))
+    monkeypatch.setattr(fif, "FurthestInFuture", Recorded)
+    workload = Workload.from_token_lists([[1], [2], [3], [1], [2], [3]])
+    assert run_fif(workload, 2).misses == 4
+    with per_edge_paths():
+        assert run_fif(workload, 2).misses == 4
+    assert taken == ["core", "per-edge"]
