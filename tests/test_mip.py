@@ -144,6 +144,49 @@ def test_a_deadline_passed_while_the_edge_model_is_built_returns_no_solution(mon
     }
 
 
+@pytest.mark.parametrize("formulation", ["token", "edge with a start"])
+def test_a_deadline_passed_while_the_token_or_a_started_edge_model_is_built_returns_no_solution(
+    monkeypatch, formulation
+):
+    """The token formulation checks the deadline step by step, the edge formulation given a MIP start edge by
+    edge, as the one without: a clock past the deadline at the first check ends the call before any row
+    exists (else the whole model would be built and solved, here in 60 s), with no incumbent and the 11
+    distinct tokens as bound (stand-in clocks: the call starts at 100 s and ends at 100.25 s)."""
+    from kvtheory.optimum import formulations, mip
+    from kvtheory.optimum.exact import fif_schedule
+
+    workload = Workload.from_token_lists(CHILD_UNDER_A_LONG_PARENT)
+    start = None if formulation == "token" else fif_schedule(workload, 5, 2)[1]
+    monkeypatch.setattr(formulations, "time", SimpleNamespace(perf_counter=lambda: math.inf))
+    readings = iter([100.0])
+    monkeypatch.setattr(mip, "time", SimpleNamespace(perf_counter=lambda: next(readings, 100.25)))
+    name = formulation.split()[0]
+    result = solve_mip(workload, 5, batch=2, solver="highs", time_limit=60, formulation=name, start=start)
+    assert result.to_dict() == {
+        "solver": "highs",
+        "formulation": name,
+        "status": "no_solution",
+        "misses": None,
+        "bound": 11.0,
+        "gap": None,
+        "seconds": 0.25,
+        "variables": 0,
+        "constraints": 0,
+    }
+
+
+def test_a_deadline_is_passed_only_after_its_instant(monkeypatch):
+    """``check_deadline`` lets the build go on at the deadline itself and stops it just after (stand-in
+    clock at 100 s); no deadline never stops it."""
+    from kvtheory.optimum import formulations
+    from kvtheory.optimum.solver_runtime import OutOfTime
+
+    monkeypatch.setattr(formulations, "time", SimpleNamespace(perf_counter=lambda: 100.0))
+    assert formulations.check_deadline(100.0) is None and formulations.check_deadline(None) is None
+    with pytest.raises(OutOfTime):
+        formulations.check_deadline(math.nextafter(100.0, 0.0))
+
+
 def test_gap_of_zero_where_bound_meets_incumbent_within_a_relative_tolerance():
     """gap_of is 0 once incumbent - bound <= 1e-9 max(1, |incumbent|) (the boundary included), a bound
     above the incumbent included; just past the tolerance it is the relative gap; None without both."""
@@ -197,8 +240,20 @@ def test_bad_inputs_raise_input_error(monkeypatch):
         solve_mip(workload, 2)
     with pytest.raises(InputError, match="solver"):
         solve_mip(workload, 3, solver="gurobi")
-    with pytest.raises(InputError, match="formulation"):
+    with pytest.raises(InputError, match=r"^unknown formulation 'path'; choose one of token, edge$"):
         solve_mip(workload, 3, formulation="path")
+    with pytest.raises(InputError, match=r"^batch size must be a positive integer \(at most 2\^40\), got 0$"):
+        solve_mip(workload, 3, batch=0)
+    with pytest.raises(  # the batch is checked before the solver
+        InputError, match=r"^batch size must be a positive integer \(at most 2\^40\), got 0$"
+    ):
+        solve_mip(workload, 3, batch=0, solver="gurobi")
+    two = Workload.from_token_lists([[1, 2], [3]])
+    with pytest.raises(
+        InputError,
+        match=r"^query 0: batch 0 \(2 queries\) needs 3 token nodes resident at once, more than the budget B = 2$",
+    ):
+        solve_mip(two, 2, batch=2)
     with pytest.raises(
         InputError, match=r"^a MIP start is given in the edge formulation's terms: use formulation='edge'$"
     ):
