@@ -466,3 +466,98 @@ def test_the_time_left_runs_to_the_deadline_and_never_below_a_millisecond(monkey
         1e-3,
         1e-3,
     ]
+
+
+def test_the_mip_is_solved_within_the_time_left_to_a_gap_below_one_from_its_start(monkeypatch):
+    """``solve_mip`` hands its model to ``solve`` as a MIP with what is left of its limit (stand-in clocks: the
+    call starts at 100 s with 60 s, the solve starts at 130 s: 30 s), an absolute gap of 0.99 (misses are
+    integers: a gap below 1 is a proof) and ``warm`` exactly when a start is given; the record names the
+    solver asked for and the call's own seconds (100 s to 100.25 s)."""
+    from types import SimpleNamespace
+
+    from kvtheory.optimum import formulations, mip, solvers
+    from kvtheory.optimum.exact import fif_schedule
+
+    handed = []
+
+    def solve(prob, solver, time_limit, **kwargs):
+        handed.append((solver, time_limit, kwargs))
+        return solvers.Outcome("no_solution", None, None)
+
+    monkeypatch.setattr(mip, "solve", solve)
+    monkeypatch.setattr(formulations, "time", SimpleNamespace(perf_counter=lambda: 100.0))
+    monkeypatch.setattr(solvers, "time", SimpleNamespace(perf_counter=lambda: 130.0))
+    start = fif_schedule(PAGES, 2, 1)[1]
+    records = []
+    for solver, begin in (("cbc", None), ("highs", start)):
+        readings = iter([100.0, 100.25])
+        monkeypatch.setattr(mip, "time", SimpleNamespace(perf_counter=lambda readings=readings: next(readings)))
+        records.append(solve_mip(PAGES, 2, solver=solver, time_limit=60, start=begin).to_dict())
+    assert handed == [
+        ("cbc", 30.0, {"mip": True, "gap_abs": 0.99, "warm": False}),
+        ("highs", 30.0, {"mip": True, "gap_abs": 0.99, "warm": True}),
+    ]
+    for record, solver in zip(records, ("cbc", "highs")):
+        assert {key: record[key] for key in ("solver", "formulation", "status", "misses", "bound", "gap")} == {
+            "solver": solver,
+            "formulation": "edge",
+            "status": "no_solution",
+            "misses": None,
+            "bound": 3.0,
+            "gap": None,
+        }
+        assert type(record["seconds"]) is float and record["seconds"] == 0.25
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_an_optimal_solve_is_bounded_by_its_misses_whatever_the_round_off(monkeypatch, solver):
+    """A solver's ``optimal`` is its proof: the bound reported is the misses themselves, also when the
+    incumbent's objective carries round-off (solution values within the solver's integrality tolerance), here
+    2e-6 more misses, which rounded up by itself would read as a bound one above the misses."""
+    from kvtheory.optimum import mip
+    from kvtheory.optimum.solvers import Outcome
+
+    real_solve = mip.solve
+
+    def solve_with_round_off(*args, **kwargs):
+        outcome = real_solve(*args, **kwargs)
+        assert outcome.status == "optimal", outcome
+        return Outcome("optimal", outcome.objective + 2e-6, outcome.bound + 2e-6)
+
+    monkeypatch.setattr(mip, "solve", solve_with_round_off)
+    result = solve_mip(PAGES, 2, solver=solver)
+    assert (result.status, result.misses, result.bound, result.gap) == ("optimal", PAGES_OPT, PAGES_OPT, 0.0)
+    assert type(result.bound) is float
+
+
+@pytest.mark.skipif(not HAVE_HIGHS, reason="highspy is not installed")
+def test_highs_stopped_by_a_signal_with_a_bound_that_rounds_up_to_its_incumbent_is_optimal(stop_at_limit):
+    """As at the time limit: a bound within 1 of the incumbent, rounded up, meets it, so the incumbent a
+    signal stopped at is a proven optimum."""
+    stop_at_limit(0.5, interrupted=True)
+    result = solve_mip(PAGES, 2, solver="highs", time_limit=60)
+    assert (result.status, result.misses, result.bound, result.gap) == ("optimal", PAGES_OPT, PAGES_OPT, 0.0)
+
+
+def test_a_model_still_being_built_at_the_limit_is_cut_off_without_a_solution(monkeypatch):
+    """The hard deadline covers building the model, not only the formulation's own checks between edges: a
+    builder still busy at the limit (a stand-in that would take 2 s for one edge) is stopped there, and the
+    call returns ``no_solution`` with the distinct tokens as bound, without a row built."""
+    import time
+
+    from kvtheory.optimum import mip
+
+    finished = []
+
+    def busy(prob, trie, steps, budget, served, tag, deadline):
+        ends = time.monotonic() + 2.0
+        while time.monotonic() < ends:
+            pass
+        finished.append(True)
+        return {}
+
+    monkeypatch.setitem(mip.CACHE_MODELS, "edge", busy)
+    result = solve_mip(PAGES, 2, solver="cbc", time_limit=0.05)
+    assert finished == []
+    assert (result.status, result.misses, result.bound, result.gap) == ("no_solution", None, 3.0, None)
+    assert (result.variables, result.constraints) == (0, 0)
