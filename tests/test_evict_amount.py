@@ -192,6 +192,7 @@ class _KeepsNothing(EvictionPolicy):
 
     def __init__(self, trie, budget, *, seed=None):
         super().__init__(trie, budget, seed=seed)
+        self.seed = seed
 
     def serve(self, batch):
         return [0] * len(batch)
@@ -204,10 +205,13 @@ class _KeepsNothing(EvictionPolicy):
 
 
 def test_a_users_policy_is_created_by_the_base_class_with_the_shortfall_by_default():
-    """``EvictionPolicy.create`` (the cluster's workers are made with it) defaults to the shortfall, which
-    a policy without an ``evict_amount`` argument runs; the allocation is refused by name."""
+    """``EvictionPolicy.create`` (the cluster's workers are made with it) hands the policy its trie, budget
+    and seed and defaults to the shortfall, which a policy without an ``evict_amount`` argument runs; the
+    allocation is refused by name."""
     trie = Workload.from_token_lists([[1, 2]]).trie
     policy = _KeepsNothing.create(trie, 3, seed=5)
-    assert type(policy) is _KeepsNothing and policy.budget == 3
+    assert type(policy) is _KeepsNothing and (policy.trie, policy.budget, policy.seed) == (trie, 3, 5)
+    policy = _KeepsNothing.instantiate(trie, 4)  # instantiate's own default is the shortfall too
+    assert (policy.trie, policy.budget, policy.seed, policy.evict_amount) == (trie, 4, None, "shortfall")
     with pytest.raises(InputError, match=r"^policy 'keeps-nothing' does not take an eviction amount \(evict_amount\)$"):
         _KeepsNothing.create(trie, 3, evict_amount="allocation")
