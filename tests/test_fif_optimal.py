@@ -216,3 +216,79 @@ def test_run_fif_takes_the_compiled_core_only_when_it_pays_off(monkeypatch):
     with per_edge_paths():
         assert run_fif(workload, 2).misses == 4
     assert taken == ["core", "per-edge"]
+
+
+class _PerTokenGroup:
+    """The reference for one FIF group: members' tokens kept, evicted one by one, the deepest first and,
+    at equal depth, the larger node id first; an emptied member leaves."""
+
+    def __init__(self, depth, parent):
+        self.depth, self.parent, self.kept = depth, parent, {}
+
+    def add(self, v, kept):
+        self.kept[v] = kept
+
+    def remove(self, v):
+        return self.kept.pop(v, 0)
+
+    def drain(self, tokens):
+        evicted = 0
+        while evicted < tokens and self.kept:
+            _, v = max((self.depth[self.parent[v]] + kept, v) for v, kept in self.kept.items())
+            self.kept[v] -= 1
+            if not self.kept[v]:
+                del self.kept[v]
+            evicted += 1
+        return evicted
+
+
+@st.composite
+def group_operations(draw):
+    """A tree (node v's parent below v, edges of 1-4 tokens) and a sequence of ``add(v, kept)`` for a node
+    not in the group (1 <= kept <= len(v)), ``remove(v)`` and ``drain(r)``."""
+    n = draw(st.integers(1, 7))
+    parents = [0] + [draw(st.integers(0, v - 1)) for v in range(1, n + 1)]
+    lengths = [0] + [draw(st.integers(1, 4)) for _ in range(n)]
+    operations, members = [], set()
+    for _ in range(draw(st.integers(1, 14))):
+        kind = draw(st.sampled_from(["add", "remove", "drain"]))
+        if kind == "add" and len(members) < n:
+            v = draw(st.sampled_from(sorted(set(range(1, n + 1)) - members)))
+            operations.append(("add", v, draw(st.integers(1, lengths[v]))))
+            members.add(v)
+        elif kind == "remove" and members:
+            v = draw(st.sampled_from(sorted(members)))
+            operations.append(("remove", v))
+            members.discard(v)
+        else:
+            operations.append(("drain", draw(st.integers(0, 6))))
+    return parents, lengths, operations
+
+
+# members that leave the group (FIF's never do before the group is empty): a member of the band's
+# "extra" (joined after a cut), a stale top among the members off the band, a stale highest floor
+LEAVING_MEMBERS = [
+    ([0, 0, 0, 4, 0], [0, 2, 2, 2, 1], [("add", 1, 2), ("add", 2, 2), ("drain", 1), ("add", 3, 2), ("drain", 1),
+                                         ("remove", 3), ("drain", 1)]),
+    ([0, 0, 0], [0, 3, 1], [("add", 1, 3), ("add", 2, 1), ("remove", 1), ("drain", 1)]),
+    ([0, 0, 0, 2], [0, 3, 1, 2], [("add", 1, 3), ("add", 3, 2), ("drain", 2), ("remove", 3), ("drain", 1)]),
+]
+
+
+@settings(max_examples=300, deadline=EXAMPLE_DEADLINE)
+@given(group_operations())
+@boundary_examples(*LEAVING_MEMBERS, argument="case")
+def test_a_water_level_group_equals_the_per_token_reference(case):
+    """WaterLevel on its own, members joining and leaving at any time (FIF removes a group's members all
+    in the step they are requested): every drain's count, every removal's tokens and every node's kept
+    tokens equal the per-token reference's."""
+    from kvtheory.optimum.water_level import WaterLevel
+
+    parents, lengths, operations = case
+    depth = [0] * len(parents)
+    for v in range(1, len(parents)):
+        depth[v] = depth[parents[v]] + lengths[v]
+    group, reference = WaterLevel(depth, parents), _PerTokenGroup(depth, parents)
+    for operation, *arguments in operations:
+        assert getattr(group, operation)(*arguments) == getattr(reference, operation)(*arguments), operation
+        assert {v: group.kept_of(v) for v in range(1, len(parents)) if group.kept_of(v)} == reference.kept
