@@ -63,7 +63,7 @@ class FurthestInFuture(EvictionPolicy):
         self._cursor = dict.fromkeys(requests, 0)
         self._group_of = [-1] * trie.n_nodes  # the group an edge is cached in, -1 if none
         self._groups: dict[int, WaterLevel] = {}
-        self._order: list[int] = []  # -group keys, a max-heap of the groups (lazily cleaned)
+        self._order: list[int] = []  # the keys of _groups, negated: a max-heap (an emptied group stays until drained)
 
     def _group_key(self, step: int, multiplicity: int) -> int:
         return step * self._width + (self._width - 1 - multiplicity)
@@ -120,11 +120,10 @@ class FurthestInFuture(EvictionPolicy):
             if not self._order:
                 raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
             key = -self._order[0]
-            group = self._groups.get(key)
-            evicted = 0 if group is None else group.drain(tokens)
+            evicted = self._groups[key].drain(tokens)
             if not evicted:
                 heapq.heappop(self._order)
-                self._groups.pop(key, None)
+                del self._groups[key]
                 continue
             self.size -= evicted
             tokens -= evicted

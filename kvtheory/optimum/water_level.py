@@ -190,8 +190,8 @@ class WaterLevel:
 
         take(level)
         for _ in range(level - stop):
-            top = self._top_off_band()
-            lowest = max(-floors[0][0] if floors else stop, top if top is not None and top > stop else stop)
+            top = self._top_off_band()  # floors holds one entry per active member, and some are active
+            lowest = max(-floors[0][0], stop, top or 0)
             room = len(active) * (level - lowest)
             if tokens - evicted < room:
                 steps, extra = divmod(tokens - evicted, len(active))
