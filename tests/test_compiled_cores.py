@@ -240,3 +240,74 @@ def test_short_runs_in_a_fresh_process_do_not_load_numba():
         "assert 'numba' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", script], check=True)
+
+
+@pytest.mark.parametrize("queries", [[[1, 2, 3]], [[1, 2], [1, 3, 4]]], ids=["flat", "nested"])
+def test_every_core_says_why_a_batch_cannot_fit_word_for_word(queries):
+    """``run_compiled`` and ``create`` do not validate (run_policy does): a query longer than the budget runs
+    every core, flat and nested, whole run or batch by batch, out of tokens to evict, and each says so in
+    the per-edge classes' words."""
+    from kvtheory import ONLINE_POLICIES
+
+    trie = Workload.from_token_lists(queries).trie
+    for name, cls in ONLINE_POLICIES.items():
+        for amount in EVICT_AMOUNTS:
+            with pytest.raises(
+                RuntimeError, match=r"^nothing left to evict: the batch footprint exceeds the budget$"
+            ):
+                cls.run_compiled(trie, 2, 1, 0, amount)
+                pytest.fail(f"{name} ({amount}) served a query of 3 tokens under B = 2")
+            policy = cls.create(trie, 2, seed=0, evict_amount=amount)  # served batch by batch, as in a cluster
+            with pytest.raises(
+                RuntimeError, match=r"^nothing left to evict: the batch footprint exceeds the budget$"
+            ):
+                for j in range(len(queries)):
+                    policy.serve([j])
+                pytest.fail(f"{name} ({amount}) served a query of 3 tokens under B = 2 batch by batch")
+
+
+def test_the_flat_cores_refuse_a_nested_trie_word_for_word():
+    from kvtheory.policies.compiled.flat import run_flat_lfu, run_flat_radix
+
+    trie = Workload.from_token_lists([[1, 2], [1, 3]]).trie
+    with pytest.raises(ValueError, match=r"^run_flat_lfu needs a flat trie \(every query one edge off the root\)$"):
+        run_flat_lfu(trie, 4, 1)
+    with pytest.raises(ValueError, match=r"^run_flat_radix needs a flat trie \(every query one edge off the root\)$"):
+        run_flat_radix(trie, 4, 1, refresh=True)
+
+
+def test_each_family_asks_whether_its_core_pays_off_with_the_runs_own_counts(monkeypatch):
+    """The rule (kvtheory.policies.compiled.core_pays_off) is asked with the run's queries, and, where the
+    per-edge cost grows with tokens, its tokens (rlt-authors with its own token threshold); FIF with its
+    queries. Each answer is recorded, here always no (the per-edge path)."""
+    from kvtheory import ONLINE_POLICIES, run_fif
+    from kvtheory.policies import compiled, edge_cache, lfu, radix
+
+    asked = []
+
+    def record(*args, **kwargs):
+        asked.append((args, kwargs))
+        return False
+
+    for module in (compiled, edge_cache, lfu, radix):
+        monkeypatch.setattr(module, "core_pays_off", record)
+    from kvtheory.optimum import fif
+
+    monkeypatch.setattr(fif, "core_pays_off", record)
+    workload = Workload.from_token_lists([[1, 2], [1, 3, 4], [5]])
+    queries, tokens = 3, workload.trie.sequence_tokens
+    expected = {
+        "lru": ((queries,), {}),
+        "token-lru": ((queries,), {}),
+        "fifo": ((queries,), {}),
+        "lfu": ((queries,), {}),
+        "rlt": ((queries, tokens), {}),
+        "random-leaf": ((queries, tokens), {}),
+        "rlt-authors": ((queries, tokens), {"min_tokens": compiled.CORE_MIN_DRAWN_TOKENS}),
+    }
+    for name, cls in ONLINE_POLICIES.items():
+        asked.clear()
+        assert cls.run_compiled(workload.trie, 5, 1, 0, "shortfall") is None, name
+        assert asked == [expected[name]], name
+    asked.clear()
+    assert run_fif(workload, 5).misses == 5 and asked == [((queries,), {})]  # the 5 distinct tokens
