@@ -244,9 +244,9 @@ def test_short_runs_in_a_fresh_process_do_not_load_numba():
 
 @pytest.mark.parametrize("queries", [[[1, 2, 3]], [[1, 2], [1, 3, 4]]], ids=["flat", "nested"])
 def test_every_core_says_why_a_batch_cannot_fit_word_for_word(queries):
-    """``run_compiled`` and ``create`` do not validate (run_policy does): a query longer than the budget runs
-    every core, flat and nested, whole run or batch by batch, out of tokens to evict, and each says so in
-    the per-edge classes' words."""
+    """``run_compiled``, ``create`` and ``instantiate`` do not validate (run_policy does): a query longer
+    than the budget runs every core and every per-edge class, flat and nested, whole run or batch by batch,
+    out of tokens to evict, and each says so in the same words."""
     from kvtheory import ONLINE_POLICIES
 
     trie = Workload.from_token_lists(queries).trie
@@ -257,13 +257,14 @@ def test_every_core_says_why_a_batch_cannot_fit_word_for_word(queries):
             ):
                 cls.run_compiled(trie, 2, 1, 0, amount)
                 pytest.fail(f"{name} ({amount}) served a query of 3 tokens under B = 2")
-            policy = cls.create(trie, 2, seed=0, evict_amount=amount)  # served batch by batch, as in a cluster
-            with pytest.raises(
-                RuntimeError, match=r"^nothing left to evict: the batch footprint exceeds the budget$"
-            ):
-                for j in range(len(queries)):
-                    policy.serve([j])
-                pytest.fail(f"{name} ({amount}) served a query of 3 tokens under B = 2 batch by batch")
+            for make in (cls.create, cls.instantiate):  # served batch by batch: its core, its per-edge class
+                policy = make(trie, 2, seed=0, evict_amount=amount)
+                with pytest.raises(
+                    RuntimeError, match=r"^nothing left to evict: the batch footprint exceeds the budget$"
+                ):
+                    for j in range(len(queries)):
+                        policy.serve([j])
+                    pytest.fail(f"{type(policy).__name__} ({amount}) served a query of 3 tokens under B = 2")
 
 
 def test_the_flat_cores_refuse_a_nested_trie_word_for_word():
