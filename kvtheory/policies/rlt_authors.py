@@ -9,6 +9,7 @@ nodes at depths (d0, d1] of the root path of trie node ``bottom`` (the shallowes
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Sequence
 
@@ -115,20 +116,21 @@ class AuthorsRLT(EvictionPolicy):
         length = depth[end]
         node, matched, i = self._root, 0, 0
         walked: list[_Node] = []
-        while matched < length:
-            while depth[path[i]] <= matched:
-                i += 1
+        # each round walks a whole node (matched grows by one token or more) or ends the walk
+        for _ in range(length + 1):
+            if matched >= length:
+                return node, matched, walked, None, -1
+            i = bisect_right(path, matched, lo=i, key=depth.__getitem__)  # the edge holding depth matched + 1
             child = node.children.get(path[i])
             if child is None:
-                break
+                return node, matched, walked, None, -1
             if not is_ancestor(child.bottom, end):
-                j = i
-                while j + 1 < len(path) and is_ancestor(path[j + 1], child.bottom):
-                    j += 1
+                # the deepest node of the path on child's own path (the path nodes above it come first)
+                j = bisect_left(path, True, lo=i, key=lambda v: not is_ancestor(v, child.bottom)) - 1
                 return node, matched, walked, child, path[j]
             walked.append(child)
             node, matched = child, child.d1
-        return node, matched, walked, None, -1
+        raise AssertionError(f"the walk down a cached prefix of {length} tokens did not end within its bound")
 
     def _split(self, child: _Node, at: int) -> _Node:
         """Split ``child`` at trie node ``at`` (strictly inside it); return the new upper node. The lower
