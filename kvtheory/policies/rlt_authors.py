@@ -213,9 +213,7 @@ class AuthorsRLT(EvictionPolicy):
             node, matched = self._split_and_mark(inside, at), depth[at]
         end = path[-1]
         if matched < depth[end]:
-            i = 0
-            while depth[path[i]] <= matched:
-                i += 1
+            i = bisect_right(path, matched, key=depth.__getitem__)  # the edge holding depth matched + 1
             leaf = _Node(node, matched, depth[end], end, path[i])
             node.children[path[i]] = leaf
             self.size += leaf.d1 - leaf.d0
