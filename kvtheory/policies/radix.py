@@ -10,6 +10,7 @@ single token goes at a time.
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
 import numpy as np
@@ -79,27 +80,28 @@ class RadixPolicy(EvictionPolicy):
         length = depth[end]
         node, matched, i = self._root, 0, 0
         walked: list[_Node] = []
-        while matched < length:
-            while depth[path[i]] <= matched:
-                i += 1
+        # each round walks a node (matched grows by one token or more) or ends the walk
+        for _ in range(length + 1):
+            if matched >= length:
+                return node, matched, walked
+            i = bisect_right(path, matched, lo=i, key=depth.__getitem__)  # the edge holding depth matched + 1
             child = node.children.get(path[i])
             if child is None:
-                break
+                return node, matched, walked
             if mutate and self.refresh_on_hit:
                 child.stamp = self._clock
             if is_ancestor(child.bottom, end):
                 reach = child.d1
             else:
-                j = i
-                while j + 1 < len(path) and is_ancestor(path[j + 1], child.bottom):
-                    j += 1
+                # the deepest node of the path on child's own path (the path nodes above it come first)
+                j = bisect_left(path, True, lo=i, key=lambda v: not is_ancestor(v, child.bottom)) - 1
                 reach = depth[path[j]]
                 if not mutate:
                     return child, reach, walked
                 child = self._split(child, path[j])
             walked.append(child)
             node, matched = child, reach
-        return node, matched, walked
+        raise AssertionError(f"the walk down a cached prefix of {length} tokens did not end within its bound")
 
     def _split(self, child: _Node, at: int) -> _Node:
         """Split ``child`` at trie node ``at`` (strictly inside it); the new head is returned.
@@ -189,9 +191,7 @@ class RadixPolicy(EvictionPolicy):
         depth = self.trie.depth
         end = path[-1]
         if matched < depth[end]:
-            i = 0
-            while depth[path[i]] <= matched:
-                i += 1
+            i = bisect_right(path, matched, key=depth.__getitem__)  # the edge holding depth matched + 1
             leaf = _Node(node, matched, depth[end], end, path[i], self._clock, self._new_cid())
             node.children[path[i]] = leaf
             self.size += leaf.d1 - leaf.d0
