@@ -43,9 +43,9 @@ def test_the_switch_reaches_every_entry_point():
 @boundary_examples(*UNBATCHED_BOUNDARIES, *BATCHED_BOUNDARIES, amount="allocation", seed=0)
 def test_short_runs_give_what_the_cores_give(instance, amount, seed):
     workload, budget, batch = instance
-    expected_fif = run_fif(workload, budget, batch=batch).query_hits.tolist()
+    expected_fif = run_fif(workload, budget, batch=batch)
     expected = {
-        name: run_policy(workload, budget, name, batch=batch, seed=seed, evict_amount=amount).query_hits.tolist()
+        name: run_policy(workload, budget, name, batch=batch, seed=seed, evict_amount=amount)
         for name in ONLINE_POLICIES
     }
     made = {
@@ -53,9 +53,11 @@ def test_short_runs_give_what_the_cores_give(instance, amount, seed):
         for name, cls in ONLINE_POLICIES.items()
     }
     with per_edge_paths():
-        assert run_fif(workload, budget, batch=batch).query_hits.tolist() == expected_fif
+        fif = run_fif(workload, budget, batch=batch)  # the record too: policy name, counts, seed
+        assert (fif.query_hits.tolist(), fif.to_dict()) == (expected_fif.query_hits.tolist(), expected_fif.to_dict())
         for name, cls in ONLINE_POLICIES.items():
             run = run_policy(workload, budget, name, batch=batch, seed=seed, evict_amount=amount)
-            assert run.query_hits.tolist() == expected[name], name
+            assert run.query_hits.tolist() == expected[name].query_hits.tolist(), name
+            assert run.to_dict() == expected[name].to_dict(), name
             policy = cls.create(workload.trie, budget, seed=seed, evict_amount=amount)
-            assert _served(policy, workload, batch) == made[name] == expected[name], name
+            assert _served(policy, workload, batch) == made[name] == expected[name].query_hits.tolist(), name
