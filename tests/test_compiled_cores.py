@@ -315,8 +315,8 @@ def test_each_family_asks_whether_its_core_pays_off_with_the_runs_own_counts(mon
 
 
 def test_every_policy_object_keeps_its_trie_budget_and_eviction_amount():
-    """What ``create`` and ``instantiate`` return, core or per-edge class, answers for the trie, budget and
-    eviction amount it serves (the base class's attributes)."""
+    """What ``create`` and ``instantiate`` return, core or per-edge class, answers for the policy's name and
+    the trie, budget and eviction amount it serves (the base class's attributes)."""
     from kvtheory import ONLINE_POLICIES
 
     trie = Workload.from_token_lists([[1, 2], [1, 3, 4]]).trie
@@ -324,4 +324,4 @@ def test_every_policy_object_keeps_its_trie_budget_and_eviction_amount():
         for amount in EVICT_AMOUNTS:
             for make in (cls.create, cls.instantiate):
                 policy = make(trie, 5, seed=0, evict_amount=amount)
-                assert (policy.trie, policy.budget, policy.evict_amount) == (trie, 5, amount), (name, make)
+                assert (policy.name, policy.trie, policy.budget, policy.evict_amount) == (name, trie, 5, amount), make
