@@ -121,42 +121,18 @@ def test_the_joint_edge_models_size_without_deprecated_variables():
     assert (result.status, result.makespan, result.variables, result.constraints) == ("optimal", 6.0, 25, 30)
 
 
-def test_a_deadline_passed_while_the_edge_model_is_built_returns_no_solution(monkeypatch):
-    """The edge formulation checks the deadline edge by edge as it builds: with its clock already past the
-    deadline at the first edge, the call ends before any variable exists, with no incumbent and the 11
-    distinct tokens as bound (stand-in clocks: the call starts at 100 s and ends at 100.25 s)."""
-    from kvtheory.optimum import formulations, mip
-
-    monkeypatch.setattr(formulations, "time", SimpleNamespace(perf_counter=lambda: math.inf))
-    readings = iter([100.0])
-    monkeypatch.setattr(mip, "time", SimpleNamespace(perf_counter=lambda: next(readings, 100.25)))
-    result = solve_mip(Workload.from_token_lists(CHILD_UNDER_A_LONG_PARENT), 5, batch=2, solver="highs", time_limit=60)
-    assert result.to_dict() == {
-        "solver": "highs",
-        "formulation": "edge",
-        "status": "no_solution",
-        "misses": None,
-        "bound": 11.0,
-        "gap": None,
-        "seconds": 0.25,
-        "variables": 0,
-        "constraints": 0,
-    }
-
-
-@pytest.mark.parametrize("formulation", ["token", "edge with a start"])
-def test_a_deadline_passed_while_the_token_or_a_started_edge_model_is_built_returns_no_solution(
-    monkeypatch, formulation
-):
-    """The token formulation checks the deadline step by step, the edge formulation given a MIP start edge by
-    edge, as the one without: a clock past the deadline at the first check ends the call before any row
-    exists (else the whole model would be built and solved, here in 60 s), with no incumbent and the 11
-    distinct tokens as bound (stand-in clocks: the call starts at 100 s and ends at 100.25 s)."""
+@pytest.mark.parametrize("formulation", ["edge", "token", "edge with a start"])
+def test_a_deadline_passed_while_the_model_is_built_returns_no_solution(monkeypatch, formulation):
+    """Each formulation checks the deadline as it builds (the edge one edge by edge, with or without a MIP
+    start, the token one step by step): with its clock already past the deadline at the first check, the
+    call ends before any variable or row exists (else the whole model would be built and solved, here in
+    60 s), with no incumbent and the 11 distinct tokens as bound (stand-in clocks: the call starts at
+    100 s and ends at 100.25 s)."""
     from kvtheory.optimum import formulations, mip
     from kvtheory.optimum.exact import fif_schedule
 
     workload = Workload.from_token_lists(CHILD_UNDER_A_LONG_PARENT)
-    start = None if formulation == "token" else fif_schedule(workload, 5, 2)[1]
+    start = fif_schedule(workload, 5, 2)[1] if formulation == "edge with a start" else None
     monkeypatch.setattr(formulations, "time", SimpleNamespace(perf_counter=lambda: math.inf))
     readings = iter([100.0])
     monkeypatch.setattr(mip, "time", SimpleNamespace(perf_counter=lambda: next(readings, 100.25)))
