@@ -24,7 +24,7 @@ from strategies import (
     instances,
 )
 
-from kvtheory import InputError, Workload, batches, run_policy
+from kvtheory import ONLINE_POLICIES, InputError, Workload, batches, run_fif, run_policy
 from kvtheory.cluster.cluster import Cluster, Worker
 from kvtheory.cluster.simulation import simulate
 from kvtheory.policies import FifoLeaf, LeafLFU, LeafLRU, TokenLRU, policy_class
@@ -247,8 +247,6 @@ def test_every_core_says_why_a_batch_cannot_fit_word_for_word(queries):
     """``run_compiled``, ``create`` and ``instantiate`` do not validate (run_policy does): a query longer
     than the budget runs every core and every per-edge class, flat and nested, whole run or batch by batch,
     out of tokens to evict, and each says so in the same words."""
-    from kvtheory import ONLINE_POLICIES
-
     trie = Workload.from_token_lists(queries).trie
     for name, cls in ONLINE_POLICIES.items():
         for amount in EVICT_AMOUNTS:
@@ -281,7 +279,6 @@ def test_each_family_asks_whether_its_core_pays_off_with_the_runs_own_counts(mon
     """The rule (kvtheory.policies.compiled.core_pays_off) is asked with the run's queries, and, where the
     per-edge cost grows with tokens, its tokens (rlt-authors with its own token threshold); FIF with its
     queries. Each answer is recorded, here always no (the per-edge path)."""
-    from kvtheory import ONLINE_POLICIES, run_fif
     from kvtheory.policies import compiled, edge_cache, lfu, radix
 
     asked = []
@@ -317,8 +314,6 @@ def test_each_family_asks_whether_its_core_pays_off_with_the_runs_own_counts(mon
 def test_every_policy_object_keeps_its_trie_budget_and_eviction_amount():
     """What ``create`` and ``instantiate`` return, core or per-edge class, answers for the policy's name and
     the trie, budget and eviction amount it serves (the base class's attributes)."""
-    from kvtheory import ONLINE_POLICIES
-
     trie = Workload.from_token_lists([[1, 2], [1, 3, 4]]).trie
     for name, cls in ONLINE_POLICIES.items():
         for amount in EVICT_AMOUNTS:
