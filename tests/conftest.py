@@ -28,18 +28,23 @@ def compiled_cores():
     takes seconds, which must not fall inside a hypothesis example's deadline. numba is loaded first, so
     from then on every run in the suite is served by a core wherever one applies
     (kvtheory.policies.compiled.core_pays_off): each policy and FIF is run here on a flat and a nested trie,
-    whole and batch by batch."""
-    import kvtheory.policies.compiled.flat  # noqa: F401  (loads numba)
+    whole and batch by batch. A compiled object's fresh arrays are checked (tests/compiled_structure.py)
+    before its first query: a broken initial state can send a kernel into an endless loop, and this is
+    every session's first query, so the session fails on the broken invariant instead of hanging."""
+    from compiled_structure import STRUCTURED, check_structure  # imports the compiled cores: loads numba
+
     from kvtheory import ONLINE_POLICIES, Workload, run_fif, run_policy
 
     for queries in ([[1], [2], [1]], [[1, 2], [1, 3], [1, 2]]):
         workload = Workload.from_token_lists(queries)
         run_fif(workload, 2)
         for cls in ONLINE_POLICIES.values():
-            run_policy(workload, 2, cls, seed=0)
             policy = cls.create(workload.trie, 2, seed=0)
+            if isinstance(policy, STRUCTURED):
+                check_structure(policy)
             policy.serve([0])
             policy.cached_prefix(1)
+            run_policy(workload, 2, cls, seed=0)
 
 
 @pytest.fixture(autouse=True)

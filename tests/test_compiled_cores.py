@@ -250,9 +250,7 @@ def test_every_core_says_why_a_batch_cannot_fit_word_for_word(queries):
     trie = Workload.from_token_lists(queries).trie
     for name, cls in ONLINE_POLICIES.items():
         for amount in EVICT_AMOUNTS:
-            with pytest.raises(
-                RuntimeError, match=r"^nothing left to evict: the batch footprint exceeds the budget$"
-            ):
+            with pytest.raises(RuntimeError, match=r"^nothing left to evict: the batch footprint exceeds the budget$"):
                 cls.run_compiled(trie, 2, 1, 0, amount)
                 pytest.fail(f"{name} ({amount}) served a query of 3 tokens under B = 2")
             for make in (cls.create, cls.instantiate):  # served batch by batch: its core, its per-edge class

@@ -268,8 +268,11 @@ def group_operations(draw):
 # members that leave the group (FIF's never do before the group is empty): a member of the band's
 # "extra" (joined after a cut), a stale top among the members off the band, a stale highest floor
 LEAVING_MEMBERS = [
-    ([0, 0, 0, 4, 0], [0, 2, 2, 2, 1], [("add", 1, 2), ("add", 2, 2), ("drain", 1), ("add", 3, 2), ("drain", 1),
-                                         ("remove", 3), ("drain", 1)]),
+    (
+        [0, 0, 0, 4, 0],
+        [0, 2, 2, 2, 1],
+        [("add", 1, 2), ("add", 2, 2), ("drain", 1), ("add", 3, 2), ("drain", 1), ("remove", 3), ("drain", 1)],
+    ),
     ([0, 0, 0], [0, 3, 1], [("add", 1, 3), ("add", 2, 1), ("remove", 1), ("drain", 1)]),
     ([0, 0, 0, 2], [0, 3, 1, 2], [("add", 1, 3), ("add", 3, 2), ("drain", 2), ("remove", 3), ("drain", 1)]),
 ]

@@ -15,10 +15,11 @@ phase counts (tests/test_authors_core.py compares them):
 - The candidates. ``collect_leaves``' depth-first walk (a stack of children) lists the leaves in a fixed
   order: down each node's children from the last inserted, each subtree whole. Instead of walking the
   tree at every ``evict(k)``, every leaf is kept in that order in a treap (a binary search tree by
-  sequence position, heap-ordered by a hash of the node id) whose entries weigh 1 when the leaf is a
-  candidate (unmarked, unlocked) and 0 otherwise, with subtree sums, so the i-th candidate is found in
-  O(log n). A new leaf goes just before the first leaf of its parent's subtree (or in its parent's place,
-  if that was a leaf); a deleted leaf leaves, or its parent takes its place when it becomes a leaf.
+  sequence position, heap-ordered by a hash of the node id, which a node taking a leaf's place inherits
+  from that leaf) whose entries weigh 1 when the leaf is a candidate (unmarked, unlocked) and 0
+  otherwise, with subtree sums, so the i-th candidate is found in O(log n). A new leaf goes just before
+  the first leaf of its parent's subtree (or in its parent's place, if that was a leaf); a deleted leaf
+  leaves, or its parent takes its place when it becomes a leaf.
 - ``evict(k)``: the draws mutate ``cy_evict``'s list (the last entry fills the drawn slot, the drawn leaf
   or its parent goes last), kept as an overlay of changed slots over the treap's candidate sequence, which
   stays as it was collected until the draws end; then the emptied leaves are uncached and leave the

@@ -1,0 +1,67 @@
+"""The compiled radix and rlt-authors cores' data structures (the invariants of
+tests/compiled_structure.py) on a fresh cache and after every batch of random runs, both eviction
+amounts, batches of 1 to 4.
+
+The comparison tests (test_compiled_cores.py, test_authors_core.py) see only what a policy answers: hits,
+cache, size, marks. A corrupted link that no query happens to follow, or a sentinel that turns a walk into
+an endless loop, is invisible to them or shows only as a hang; these checks read the arrays.
+"""
+
+from __future__ import annotations
+
+import pytest
+from compiled_structure import check_structure
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import (
+    BATCHED_BOUNDARIES,
+    EXAMPLE_DEADLINE,
+    PARTIAL_EVICTION_AT_A_BRANCH,
+    UNBATCHED_BOUNDARIES,
+    boundary_examples,
+    instances,
+)
+
+from kvtheory import Workload, batches
+from kvtheory.model.trie import PrefixTrie
+from kvtheory.policies import policy_class
+from kvtheory.policies.base import EVICT_AMOUNTS
+from kvtheory.policies.compiled.authors import CompiledAuthorsRLT
+from kvtheory.policies.compiled.radix import CompiledRadix
+
+RADIX_FAMILY = ("lru", "token-lru", "fifo")
+BOUNDARIES = (*UNBATCHED_BOUNDARIES, *BATCHED_BOUNDARIES, *PARTIAL_EVICTION_AT_A_BRANCH)
+
+
+def compiled_objects(trie: PrefixTrie, budget: int, seed: int, amount: str) -> list:
+    return [
+        *(CompiledRadix(policy_class(name), trie, budget, evict_amount=amount) for name in RADIX_FAMILY),
+        CompiledAuthorsRLT(trie, budget, seed=seed, evict_amount=amount),
+    ]
+
+
+@pytest.mark.parametrize("amount", EVICT_AMOUNTS)
+def test_a_fresh_cache_is_an_empty_tree(amount):
+    trie = Workload.from_token_lists([[1, 2, 3], [1, 2, 4], [5]]).trie
+    for policy in compiled_objects(trie, 4, 0, amount):
+        check_structure(policy)
+        assert policy.size == 0 and policy.kept() == {}
+
+
+@settings(max_examples=200, deadline=EXAMPLE_DEADLINE)
+@boundary_examples(*BOUNDARIES, seed=0, amount="allocation")
+@boundary_examples(*BOUNDARIES, seed=1, amount="shortfall")
+@given(
+    instance=st.one_of(
+        instances(max_queries=14, max_length=6, alphabet=3, max_batch=4),
+        instances(max_queries=16, max_length=9, alphabet=2, max_batch=4),  # long edges, cut inside and refilled
+    ),
+    seed=st.integers(0, 2**32 - 1),
+    amount=st.sampled_from(EVICT_AMOUNTS),
+)
+def test_the_structures_hold_after_every_batch(instance, seed, amount):
+    workload, budget, batch = instance
+    for policy in compiled_objects(workload.trie, budget, seed, amount):
+        for group in batches(len(workload), batch):
+            policy.serve(group)
+            check_structure(policy)
