@@ -1,4 +1,4 @@
-"""Invariants of the compiled radix and rlt-authors cores' own data structures, as their modules'
+"""Invariants of the compiled radix, rlt-authors, leaf-sampler and LFU cores' own data structures, as their modules'
 docstrings state them, read directly from a policy object's arrays (tests/test_compiled_structure.py
 checks them after every batch; tests/conftest.py checks every fresh object before its first query, which
 a broken initial state could send into an endless loop).
@@ -15,7 +15,13 @@ a broken initial state could send into an endless loop).
   and ends in -1; the treap holds exactly the alive leaves, in ``collect_leaves``' order (the last inserted
   child first, each subtree whole), with parent links, heap-ordered priorities, weights 1 exactly for the
   unmarked ones (no batch locks anything between batches) and subtree sums; the candidates' token total;
-  the marked nodes' list, with ``marked_count`` their tokens; free ids dead, and every dead id free.
+  the marked nodes' list, with ``marked_count`` their tokens; free ids dead, and every dead id free;
+- the leaf samplers' core (RLT, random-leaf): the trie's own arrays; ``kept`` per edge, prefix-closed,
+  summing to the cache's size, at most B; ``children`` its cached children; the marks (RLT's stay, each
+  edge listed once; random-leaf has none between batches); the pool, exactly the unmarked cached leaves,
+  each at the slot ``slot`` names (-1 off the pool); at least one phase, no edge seen by a later batch;
+- the LFU core: the trie's arrays; ``kept`` and ``children`` per edge as the samplers'; a binary min-heap
+  in which every cached leaf edge has an entry with its own count and last request; no step ahead.
 """
 
 from __future__ import annotations
@@ -24,9 +30,13 @@ import numpy as np
 
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.compiled import authors as A
+from kvtheory.policies.compiled import lfu as L
 from kvtheory.policies.compiled import radix as R
+from kvtheory.policies.compiled import sampler as S
 from kvtheory.policies.compiled.authors import CompiledAuthorsRLT
+from kvtheory.policies.compiled.lfu import CompiledLFU
 from kvtheory.policies.compiled.radix import CompiledRadix
+from kvtheory.policies.compiled.sampler import CompiledLeafSampler
 
 
 def _is_ancestor(trie: PrefixTrie, a: int, b: int) -> bool:
@@ -38,6 +48,17 @@ def _is_ancestor(trie: PrefixTrie, a: int, b: int) -> bool:
 
 def _flag(values: np.ndarray, what: str) -> None:
     assert set(np.unique(values).tolist()) <= {0, 1}, f"{what} is not a 0/1 flag: {np.unique(values)}"
+
+
+def _check_kept(trie: PrefixTrie, kept: np.ndarray, size: int, budget: int) -> None:
+    """``kept[v]``, the tokens of edge v cached: within the edge, prefix-closed (an edge with a token cached
+    hangs below a whole cached edge or the root), summing to the cache's ``size`` <= B."""
+    parent, edge_len = trie.parent, trie.edge_len
+    assert kept[0] == 0 and all(0 <= kept[v] <= edge_len[v] for v in range(1, trie.n_nodes)), "kept per edge"
+    for v in range(1, trie.n_nodes):
+        p = parent[v]
+        assert kept[v] == 0 or p == 0 or kept[p] == edge_len[p], f"edge {v} is cached below a partial edge"
+    assert size == kept.sum() <= budget, f"size {size}, tokens cached {kept.sum()}, budget {budget}"
 
 
 def check_tree(trie: PrefixTrie, state: np.ndarray, nodes: np.ndarray, last: int, size: int, budget: int) -> list[int]:
@@ -74,20 +95,15 @@ def check_tree(trie: PrefixTrie, state: np.ndarray, nodes: np.ndarray, last: int
         inside = [c for c in below if nodes[R.N_D0, c] != depth[parent[nodes[R.N_KEY, c]]]]
         assert len(inside) <= 1 and nodes[R.N_MID, x] == (inside[0] if inside else -1), f"node {x}'s mid child"
     assert state[R.S_KEPT, 1:].tolist() == kept[1:].tolist(), "kept tokens per edge"
-    assert all(kept[v] <= trie.edge_len[v] for v in range(1, trie.n_nodes))
-    for v in range(1, trie.n_nodes):  # prefix-closed: a cached token's edge above is cached whole
-        assert kept[v] == 0 or parent[v] == 0 or kept[parent[v]] == trie.edge_len[parent[v]], f"edge {v}"
+    _check_kept(trie, kept, size, budget)
     assert state[R.S_FIRST, 1:].tolist() == first[1:].tolist(), "head token's node per edge"
-    assert size == kept.sum() <= budget, f"size {size}, tokens cached {kept.sum()}, budget {budget}"
     return alive
 
 
 def check_radix(policy: CompiledRadix, trie: PrefixTrie, budget: int) -> None:
     nodes, sc, heap = policy._nodes, policy._scalars, policy._heap
     alive = check_tree(trie, policy._state, nodes, int(sc[R.C_LAST_CID]), int(sc[R.C_SIZE]), budget)
-    n = int(sc[R.C_HEAP])
-    entries = list(zip(heap[0, :n].tolist(), heap[1, :n].tolist()))
-    assert all(entries[(i - 1) // 2] <= entries[i] for i in range(1, n)), "the heap is not a min-heap"
+    entries = _check_heap(heap, int(sc[R.C_HEAP]))
     for x in alive[1:]:
         if nodes[R.N_CHILDREN, x] == 0:
             assert (nodes[R.N_STAMP, x], x) in entries, f"leaf {x} has no heap entry with its stamp"
@@ -169,9 +185,62 @@ def check_authors(policy: CompiledAuthorsRLT, trie: PrefixTrie, budget: int) -> 
     assert sorted(free) == [x for x in range(1, last + 1) if not nodes[A.N_ALIVE, x]], "free ids"
 
 
-STRUCTURED = (CompiledRadix, CompiledAuthorsRLT)
+def _check_edges(trie: PrefixTrie, kept: np.ndarray, children: np.ndarray, size: int, budget: int) -> None:
+    """:func:`_check_kept`, and ``children[v]``: the number of v's child edges with a token cached."""
+    _check_kept(trie, kept, size, budget)
+    counted = np.zeros(trie.n_nodes, dtype=np.int64)
+    np.add.at(counted, trie.parent[1:], kept[1:] > 0)
+    assert children.tolist() == counted.tolist(), "cached children per edge"
 
 
-def check_structure(policy: CompiledRadix | CompiledAuthorsRLT) -> None:
+def _check_heap(keys: np.ndarray, size: int) -> list[tuple[int, int]]:
+    """The first ``size`` (a, b) pairs of ``keys``, checked to be a binary min-heap."""
+    entries = list(zip(keys[0, :size].tolist(), keys[1, :size].tolist()))
+    assert all(entries[(i - 1) // 2] <= entries[i] for i in range(1, size)), "the heap is not a min-heap"
+    return entries
+
+
+def check_lfu(policy: CompiledLFU, trie: PrefixTrie, budget: int) -> None:
+    state, sc, n = policy._state, policy._scalars, trie.n_nodes
+    assert [policy._parent.tolist(), policy._edge_len.tolist()] == [trie.parent, trie.edge_len]
+    kept = state[L.S_KEPT]
+    _check_edges(trie, kept, state[L.S_CHILDREN], int(sc[L.C_SIZE]), budget)
+    entries = _check_heap(policy._heap, int(sc[L.C_HEAP]))
+    for v in range(1, n):
+        if kept[v] > 0 and state[L.S_CHILDREN, v] == 0:
+            key = (state[L.S_COUNT, v], state[L.S_LAST, v] * (n + 1) + n - v)
+            assert key in entries, f"leaf edge {v} has no heap entry with its count and last request"
+    assert state[L.S_LAST].max() <= sc[L.C_STEP] and state[L.S_ON].max() <= sc[L.C_STEP], "steps"
+
+
+def check_sampler(policy: CompiledLeafSampler, trie: PrefixTrie, budget: int) -> None:
+    st = policy._state
+    assert [st.parent.tolist(), st.edge_len.tolist(), st.ends.tolist()] == [trie.parent, trie.edge_len, trie.end]
+    kept, children, n = st.kept, st.children, trie.n_nodes
+    _check_edges(trie, kept, children, int(st.counters[S._SIZE]), budget)
+    for flags, what in ((st.marked, "marked"), (st.listed, "listed")):
+        _flag(flags, what)
+    listed = st.marked_list[: st.counters[S._MARKED]].tolist()
+    assert len(set(listed)) == len(listed) and set(listed) == set(np.flatnonzero(st.listed).tolist())
+    # RLT keeps its marks between batches, each edge listed once; random-leaf unmarks the batch after it
+    assert st.marked.tolist() == (st.listed.tolist() if policy._marking else [0] * n), "marks"
+    size = int(st.counters[S._POOL])
+    pool = st.pool[:size].tolist()
+    candidates = [v for v in range(1, n) if kept[v] > 0 and children[v] == 0 and not st.marked[v]]
+    assert sorted(pool) == candidates, "the pool is not the unmarked cached leaves"
+    assert st.slot.tolist() == [pool.index(v) if v in pool else -1 for v in range(n)], "pool slots"
+    assert st.counters[S._PHASES] >= 1 and st.seen.max() < st.counters[S._STEP], "phases, batches served"
+
+
+STRUCTURED = (CompiledRadix, CompiledAuthorsRLT, CompiledLeafSampler, CompiledLFU)
+
+
+def check_structure(policy: CompiledRadix | CompiledAuthorsRLT | CompiledLeafSampler | CompiledLFU) -> None:
     """Assert every invariant of the module docstring on ``policy``'s arrays (its own trie and budget)."""
-    (check_authors if isinstance(policy, CompiledAuthorsRLT) else check_radix)(policy, policy.trie, policy.budget)
+    check = {
+        CompiledRadix: check_radix,
+        CompiledAuthorsRLT: check_authors,
+        CompiledLeafSampler: check_sampler,
+        CompiledLFU: check_lfu,
+    }
+    check[type(policy)](policy, policy.trie, policy.budget)

@@ -1,4 +1,4 @@
-"""The compiled radix and rlt-authors cores' data structures (the invariants of
+"""The compiled radix, rlt-authors, leaf-sampler and LFU cores' data structures (the invariants of
 tests/compiled_structure.py) on a fresh cache and after every batch of random runs, both eviction
 amounts, batches of 1 to 4.
 
@@ -10,7 +10,7 @@ an endless loop, is invisible to them or shows only as a hang; these checks read
 from __future__ import annotations
 
 import pytest
-from compiled_structure import check_structure
+from compiled_structure import STRUCTURED, check_structure
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import (
@@ -30,14 +30,18 @@ from kvtheory.policies.compiled.authors import CompiledAuthorsRLT
 from kvtheory.policies.compiled.radix import CompiledRadix
 
 RADIX_FAMILY = ("lru", "token-lru", "fifo")
+OTHER_FAMILIES = ("rlt", "random-leaf", "lfu")  # the samplers' core, LFU's core
 BOUNDARIES = (*UNBATCHED_BOUNDARIES, *BATCHED_BOUNDARIES, *PARTIAL_EVICTION_AT_A_BRANCH)
 
 
 def compiled_objects(trie: PrefixTrie, budget: int, seed: int, amount: str) -> list:
-    return [
+    made = [
         *(CompiledRadix(policy_class(name), trie, budget, evict_amount=amount) for name in RADIX_FAMILY),
         CompiledAuthorsRLT(trie, budget, seed=seed, evict_amount=amount),
+        *(policy_class(name).create(trie, budget, seed=seed, evict_amount=amount) for name in OTHER_FAMILIES),
     ]
+    assert all(isinstance(policy, STRUCTURED) for policy in made)  # numba is loaded: every family has its core
+    return made
 
 
 @pytest.mark.parametrize("amount", EVICT_AMOUNTS)

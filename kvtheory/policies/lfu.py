@@ -92,11 +92,16 @@ class LeafLFU(EdgeCache):
 
     def _evict(self, tokens: int, on_paths: set[int], need: int) -> None:
         """Take tokens from the tail of the top leaf edge off the batch's paths until ``tokens`` are freed;
-        with nothing left to evict, stop if ``need`` tokens (the shortfall) are free, else raise."""
+        with nothing left to evict, stop if ``need`` tokens (the shortfall) are free, else raise.
+
+        Each round pops an entry or frees the last tokens, and an entry is pushed only for a parent whose
+        last child was emptied (at least one token freed): at most len(heap) + tokens + 1 rounds."""
         heap, kept, parent, children = self._heap, self._kept, self.trie.parent, self._cached_children
         aside = []
         freed = 0
-        while tokens > 0:
+        for _ in range(len(heap) + tokens + 1):
+            if tokens <= 0:
+                break
             if not heap:
                 if freed >= need:
                     break
@@ -122,5 +127,7 @@ class LeafLFU(EdgeCache):
                 children[p] -= 1
                 if p and children[p] == 0:
                     self._push(p)
+        else:
+            raise AssertionError(f"evicting {tokens} more tokens did not end within its bound on the rounds")
         for entry in aside:
             heapq.heappush(heap, entry)
