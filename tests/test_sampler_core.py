@@ -155,3 +155,9 @@ def test_a_subclass_that_does_not_opt_in_runs_per_edge():
     assert Other.run_compiled(workload.trie, 3, 1, 0) is None
     assert type(Other.create(workload.trie, 3, seed=0)) is Other
     assert issubclass(Other, LeafTokenSampler)
+    # create hands the per-edge class its seed and eviction amount: the same generator state as constructing
+    # it directly, and the amount asked for
+    for amount in AMOUNTS:
+        made = Other.create(workload.trie, 3, seed=7, evict_amount=amount)
+        assert made.evict_amount == amount
+        assert made._rng.bit_generator.state == Other(workload.trie, 3, seed=7)._rng.bit_generator.state
