@@ -61,6 +61,21 @@ def _check_kept(trie: PrefixTrie, kept: np.ndarray, size: int, budget: int) -> N
     assert size == kept.sum() <= budget, f"size {size}, tokens cached {kept.sum()}, budget {budget}"
 
 
+def _check_edges(trie: PrefixTrie, kept: np.ndarray, children: np.ndarray, size: int, budget: int) -> None:
+    """:func:`_check_kept`, and ``children[v]``: the number of v's child edges with a token cached."""
+    _check_kept(trie, kept, size, budget)
+    counted = np.zeros(trie.n_nodes, dtype=np.int64)
+    np.add.at(counted, trie.parent[1:], kept[1:] > 0)
+    assert children.tolist() == counted.tolist(), "cached children per edge"
+
+
+def _check_heap(keys: np.ndarray, size: int) -> list[tuple[int, int]]:
+    """The first ``size`` (a, b) pairs of ``keys``, checked to be a binary min-heap."""
+    entries = list(zip(keys[0, :size].tolist(), keys[1, :size].tolist()))
+    assert all(entries[(i - 1) // 2] <= entries[i] for i in range(1, size)), "the heap is not a min-heap"
+    return entries
+
+
 def check_tree(trie: PrefixTrie, state: np.ndarray, nodes: np.ndarray, last: int, size: int, budget: int) -> list[int]:
     """Assert the dynamic radix tree's invariants (ids 0..``last``); return the alive node ids."""
     depth, parent = trie.depth, trie.parent
@@ -110,7 +125,7 @@ def check_radix(policy: CompiledRadix, trie: PrefixTrie, budget: int) -> None:
     assert nodes[R.N_LOCK, alive].max() <= sc[R.C_CLOCK] and nodes[R.N_STAMP, alive].max() <= sc[R.C_CLOCK]
 
 
-def _collect_order(nodes: np.ndarray, children: dict[int, list[int]]) -> list[int]:
+def _collect_order(children: dict[int, list[int]]) -> list[int]:
     """The alive leaves as ``collect_leaves`` lists them: a stack of children, pushed in insertion order."""
     order, stack = [], [0]
     while stack:
@@ -168,7 +183,7 @@ def check_authors(policy: CompiledAuthorsRLT, trie: PrefixTrie, budget: int) -> 
     children = {x: _children_list(nodes, x, len(alive)) for x in alive}
     for x, listed in children.items():
         assert sorted(listed) == sorted(c for c in alive[1:] if nodes[A.N_PARENT, c] == x), f"node {x}'s list"
-    leaves = _collect_order(nodes, children)
+    leaves = _collect_order(children)
     assert _treap_in_order(nodes, int(sc[A.C_TREAP]), len(alive)) == leaves, "treap order is not collect order"
     assert [x for x in range(last + 1) if nodes[A.N_IN, x]] == sorted(leaves)
     candidates = {x for x in leaves if not nodes[A.N_MARKED, x]}
@@ -183,21 +198,6 @@ def check_authors(policy: CompiledAuthorsRLT, trie: PrefixTrie, budget: int) -> 
     assert sc[A.C_MARKED_COUNT] == policy.marked_count == sum(tokens[x] for x in marked) <= budget
     free = lists[A.L_FREE, : sc[A.C_N_FREE]].tolist()
     assert sorted(free) == [x for x in range(1, last + 1) if not nodes[A.N_ALIVE, x]], "free ids"
-
-
-def _check_edges(trie: PrefixTrie, kept: np.ndarray, children: np.ndarray, size: int, budget: int) -> None:
-    """:func:`_check_kept`, and ``children[v]``: the number of v's child edges with a token cached."""
-    _check_kept(trie, kept, size, budget)
-    counted = np.zeros(trie.n_nodes, dtype=np.int64)
-    np.add.at(counted, trie.parent[1:], kept[1:] > 0)
-    assert children.tolist() == counted.tolist(), "cached children per edge"
-
-
-def _check_heap(keys: np.ndarray, size: int) -> list[tuple[int, int]]:
-    """The first ``size`` (a, b) pairs of ``keys``, checked to be a binary min-heap."""
-    entries = list(zip(keys[0, :size].tolist(), keys[1, :size].tolist()))
-    assert all(entries[(i - 1) // 2] <= entries[i] for i in range(1, size)), "the heap is not a min-heap"
-    return entries
 
 
 def check_lfu(policy: CompiledLFU, trie: PrefixTrie, budget: int) -> None:
