@@ -201,11 +201,16 @@ class RadixPolicy(EvictionPolicy):
 
     def _evict(self, tokens: int, locked: set[int], need: int) -> None:
         """Evict leaves in (stamp, cid) order, skipping the batch's paths, until ``tokens`` are freed; with
-        nothing left to evict, stop if ``need`` tokens (the shortfall) are free, else raise."""
+        nothing left to evict, stop if ``need`` tokens (the shortfall) are free, else raise.
+
+        Each round pops an entry or frees the last tokens, and an entry is pushed only for a parent whose
+        last child was evicted (at least one token freed): at most len(heap) + tokens + 1 rounds."""
         heap = self._heap
         aside = []
         freed = 0
-        while tokens > 0:
+        for _ in range(len(heap) + tokens + 1):
+            if tokens <= 0:
+                break
             if not heap:
                 if freed >= need:
                     break
@@ -236,6 +241,8 @@ class RadixPolicy(EvictionPolicy):
                 freed += tokens
                 tokens = 0
                 node.bottom = self.trie.edge_holding(node.bottom, node.d1)
+        else:
+            raise AssertionError(f"evicting {tokens} more tokens did not end within its bound on the rounds")
         for entry in aside:
             heapq.heappush(heap, entry)
 
