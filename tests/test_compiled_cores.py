@@ -318,3 +318,21 @@ def test_every_policy_object_keeps_its_trie_budget_and_eviction_amount():
             for make in (cls.create, cls.instantiate):
                 policy = make(trie, 5, seed=0, evict_amount=amount)
                 assert (policy.name, policy.trie, policy.budget, policy.evict_amount) == (name, trie, 5, amount), make
+
+
+def test_the_lfu_core_refuses_runs_past_its_step_limit():
+    """The LFU core's heap keys are last request x (nodes + 1) + nodes - v in an int64: it refuses a run with
+    more batches than its step limit allows. The limit (about 2^62 / nodes) is out of reach of any workload
+    in memory, so it is lowered here; the count is of whole and partial batches, the steps already served
+    included, and a refused run serves nothing."""
+    trie = Workload.from_token_lists([[1, 2], [1, 3], [4], [1, 2], [4]]).trie
+    policy, reference = LeafLFU.create(trie, 8), LeafLFU.create(trie, 8)
+    assert isinstance(policy, CompiledLFU)
+    policy._max_steps = 4
+    assert policy.serve([0, 1]) == reference.serve([0, 1])  # 1 step
+    with pytest.raises(ValueError, match=r"^too many steps for the LFU core's int64 heap keys$"):
+        policy._serve(policy._ends[:4], 1)  # 1 + 4 > 4
+    assert policy.serve([2, 3, 4]) == reference.serve([2, 3, 4])  # 1 + 1 <= 4
+    policy._serve(policy._ends[:3], 2)  # 2 + ceil(3 / 2) = 4 <= 4
+    with pytest.raises(ValueError, match=r"^too many steps"):
+        policy.serve([0])  # 4 + 1 > 4
