@@ -41,6 +41,15 @@ def instances(draw, max_queries: int = 10, max_length: int = 5, alphabet: int = 
     return workload, budget, batch
 
 
+def short_and_long_edge_instances():
+    """Batched instances (batches of 1 to 4) over three token ids, or over two with longer queries: long
+    edges, which token eviction cuts inside and later queries fill again."""
+    return st.one_of(
+        instances(max_queries=14, max_length=6, alphabet=3, max_batch=4),
+        instances(max_queries=16, max_length=9, alphabet=2, max_batch=4),
+    )
+
+
 def deep_prefix_queries(rng: np.random.Generator, queries: int = 300) -> list[list[int]]:
     """Queries over deep shared prefixes: each a cut of one of 8 random stems (1-29 tokens over 50 ids)
     followed by 0-7 tokens over 3 ids, so long runs of splits, partial evictions and re-requests build up."""
@@ -95,6 +104,8 @@ BATCHED_BOUNDARIES = (
     SHARED_BATCHES_AT_BUDGET,
     EQUAL_TRIPLE_AND_SHORT_LAST_BATCH,
 )
+#: every boundary instance above, batched or not
+ALL_BOUNDARIES = (*UNBATCHED_BOUNDARIES, *BATCHED_BOUNDARIES, *PARTIAL_EVICTION_AT_A_BRANCH)
 
 
 def boundary_examples(*cases, argument: str = "instance", **others):

@@ -15,12 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import (
-    BATCHED_BOUNDARIES,
-    PARTIAL_EVICTION_AT_A_BRANCH,
-    UNBATCHED_BOUNDARIES,
+    ALL_BOUNDARIES,
     boundary_examples,
     deep_prefix_queries,
-    instances,
+    short_and_long_edge_instances,
 )
 
 from kvtheory import AuthorsRLT, Workload, batches, run_policy
@@ -28,8 +26,6 @@ from kvtheory.cluster.cluster import Cluster, Worker
 from kvtheory.cluster.simulation import simulate
 from kvtheory.policies.base import EVICT_AMOUNTS
 from kvtheory.policies.compiled.authors import CompiledAuthorsRLT
-
-BOUNDARIES = (*UNBATCHED_BOUNDARIES, *BATCHED_BOUNDARIES, *PARTIAL_EVICTION_AT_A_BRANCH)
 
 
 def assert_same_runs(workload: Workload, budget: int, batch: int, amount: str, seed: int, prefixes: int = 1) -> None:
@@ -60,13 +56,10 @@ def assert_same_runs(workload: Workload, budget: int, batch: int, amount: str, s
 # The kernel is compiled (or loaded from numba's cache) before the first test (conftest.py); the examples
 # of the per-edge class take a few ms each.
 @settings(max_examples=150, deadline=None)
-@boundary_examples(*BOUNDARIES, seed=0, amount="allocation")
-@boundary_examples(*BOUNDARIES, seed=1, amount="shortfall")
+@boundary_examples(*ALL_BOUNDARIES, seed=0, amount="allocation")
+@boundary_examples(*ALL_BOUNDARIES, seed=1, amount="shortfall")
 @given(
-    instance=st.one_of(
-        instances(max_queries=14, max_length=6, alphabet=3, max_batch=4),
-        instances(max_queries=16, max_length=9, alphabet=2, max_batch=4),  # long edges, cut inside and refilled
-    ),
+    instance=short_and_long_edge_instances(),
     seed=st.integers(0, 2**32 - 1),
     amount=st.sampled_from(EVICT_AMOUNTS),
 )

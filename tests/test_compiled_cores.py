@@ -15,10 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import (
-    BATCHED_BOUNDARIES,
+    ALL_BOUNDARIES,
     EXAMPLE_DEADLINE,
-    PARTIAL_EVICTION_AT_A_BRANCH,
-    UNBATCHED_BOUNDARIES,
     boundary_examples,
     deep_prefix_queries,
     instances,
@@ -35,7 +33,6 @@ from kvtheory.policies.compiled.radix import CompiledRadix
 RADIX = ("lru", "token-lru", "fifo")
 #: each policy with a general compiled core, and the core's class
 CORES = {"lru": CompiledRadix, "token-lru": CompiledRadix, "fifo": CompiledRadix, "lfu": CompiledLFU}
-BOUNDARIES = (*UNBATCHED_BOUNDARIES, *BATCHED_BOUNDARIES, *PARTIAL_EVICTION_AT_A_BRANCH)
 
 
 def assert_same_runs(workload: Workload, budget: int, batch: int, amount: str) -> None:
@@ -63,8 +60,8 @@ def assert_same_runs(workload: Workload, budget: int, batch: int, amount: str) -
 
 
 @settings(max_examples=300, deadline=EXAMPLE_DEADLINE)
-@boundary_examples(*BOUNDARIES, amount="allocation")
-@boundary_examples(*BOUNDARIES, amount="shortfall")
+@boundary_examples(*ALL_BOUNDARIES, amount="allocation")
+@boundary_examples(*ALL_BOUNDARIES, amount="shortfall")
 @given(
     instance=instances(max_queries=14, max_length=6, alphabet=3, max_batch=4),
     amount=st.sampled_from(EVICT_AMOUNTS),

@@ -14,12 +14,10 @@ from compiled_structure import STRUCTURED, check_structure
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import (
-    BATCHED_BOUNDARIES,
+    ALL_BOUNDARIES,
     EXAMPLE_DEADLINE,
-    PARTIAL_EVICTION_AT_A_BRANCH,
-    UNBATCHED_BOUNDARIES,
     boundary_examples,
-    instances,
+    short_and_long_edge_instances,
 )
 
 from kvtheory import Workload, batches
@@ -31,7 +29,6 @@ from kvtheory.policies.compiled.radix import CompiledRadix
 
 RADIX_FAMILY = ("lru", "token-lru", "fifo")
 OTHER_FAMILIES = ("rlt", "random-leaf", "lfu")  # the samplers' core, LFU's core
-BOUNDARIES = (*UNBATCHED_BOUNDARIES, *BATCHED_BOUNDARIES, *PARTIAL_EVICTION_AT_A_BRANCH)
 
 
 def compiled_objects(trie: PrefixTrie, budget: int, seed: int, amount: str) -> list:
@@ -53,13 +50,10 @@ def test_a_fresh_cache_is_an_empty_tree(amount):
 
 
 @settings(max_examples=200, deadline=EXAMPLE_DEADLINE)
-@boundary_examples(*BOUNDARIES, seed=0, amount="allocation")
-@boundary_examples(*BOUNDARIES, seed=1, amount="shortfall")
+@boundary_examples(*ALL_BOUNDARIES, seed=0, amount="allocation")
+@boundary_examples(*ALL_BOUNDARIES, seed=1, amount="shortfall")
 @given(
-    instance=st.one_of(
-        instances(max_queries=14, max_length=6, alphabet=3, max_batch=4),
-        instances(max_queries=16, max_length=9, alphabet=2, max_batch=4),  # long edges, cut inside and refilled
-    ),
+    instance=short_and_long_edge_instances(),
     seed=st.integers(0, 2**32 - 1),
     amount=st.sampled_from(EVICT_AMOUNTS),
 )
