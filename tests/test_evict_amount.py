@@ -14,7 +14,13 @@ from kvtheory.cluster.simulation import Simulation
 from kvtheory.experiments.grid import cell_id, expand
 from kvtheory.experiments.mrc import miss_ratio_curve
 from kvtheory.experiments.sweep import run_cell
-from kvtheory.policies import EvictionPolicy
+from kvtheory.policies import ONLINE_POLICIES, EvictionPolicy, LeafLFU, LeafLRU, RandomizedLeafToken
+from kvtheory.policies.base import check_evict_amount
+from kvtheory.policies.compiled.authors import CompiledAuthorsRLT, run_authors
+from kvtheory.policies.compiled.lfu import CompiledLFU, run_lfu
+from kvtheory.policies.compiled.radix import CompiledRadix, run_radix
+from kvtheory.policies.compiled.sampler import CompiledLeafSampler
+from kvtheory.policies.edge_cache import _MIN_BLOCK, EdgeCache
 
 # B = 7: [7,8] misses 2 tokens and overflows by 1. L-LRU evicts [1] for the shortfall, [1] and [2] (the two
 # least recent leaves) for the allocation, so [2] then hits 1 or 0.
@@ -215,3 +221,58 @@ def test_a_users_policy_is_created_by_the_base_class_with_the_shortfall_by_defau
     assert (policy.trie, policy.budget, policy.seed, policy.evict_amount) == (trie, 4, None, "shortfall")
     with pytest.raises(InputError, match=r"^policy 'keeps-nothing' does not take an eviction amount \(evict_amount\)$"):
         _KeepsNothing.create(trie, 3, evict_amount="allocation")
+
+
+# B = 4, one query a batch: every online policy's hits differ between the two amounts (seed 0)
+SEPARATING_QUERIES = [[3, 1], [1, 2, 1], [1], [3, 1, 2], [1, 2, 3], [3], [2]]
+
+
+class _EdgeCacheWithoutInit(EdgeCache):
+    """A user's policy on the per-edge cache that keeps EdgeCache's constructor."""
+
+    name = "edge-cache-without-init"
+
+    def serve(self, batch):
+        return [0] * len(batch)
+
+
+def test_every_entry_point_defaults_to_the_shortfall():
+    """Left out, the eviction amount is the shortfall at every entry point: each policy class, its
+    ``create`` and ``instantiate``, and each compiled core's object, made without one, say so and serve the
+    shortfall's hits; each whole-run entry point (``run_compiled``, the cores' run functions) gives them.
+    On this workload the two amounts give different hits for every policy."""
+    workload = Workload.from_token_lists(SEPARATING_QUERIES)
+    trie, budget, n = workload.trie, 4, len(SEPARATING_QUERIES)
+
+    def hits(name, amount):
+        return run_policy(workload, budget, name, seed=0, evict_amount=amount).query_hits.tolist()
+
+    def served(policy):
+        assert policy.evict_amount == "shortfall", policy
+        return [policy.serve([j])[0] for j in range(n)]
+
+    for name, cls in ONLINE_POLICIES.items():
+        shortfall = hits(name, "shortfall")
+        assert shortfall != hits(name, "allocation"), name
+        for make in (cls, cls.create, cls.instantiate):
+            assert served(make(trie, budget, seed=0)) == shortfall, (name, make)
+        compiled = cls.run_compiled(trie, budget, 1, 0)
+        assert compiled is not None and compiled.tolist() == shortfall, name
+    cores = {
+        "lru": CompiledRadix(LeafLRU, trie, budget),
+        "lfu": CompiledLFU(LeafLFU, trie, budget),
+        "rlt": CompiledLeafSampler(RandomizedLeafToken, trie, budget, seed=0, min_block=_MIN_BLOCK),
+        "rlt-authors": CompiledAuthorsRLT(trie, budget, seed=0),
+    }
+    for name, core in cores.items():
+        assert served(core) == hits(name, "shortfall"), name
+    assert run_radix(LeafLRU, trie, budget, 1).tolist() == hits("lru", "shortfall")
+    assert run_lfu(LeafLFU, trie, budget, 1).tolist() == hits("lfu", "shortfall")
+    assert run_authors(trie, budget, 1, 0).tolist() == hits("rlt-authors", "shortfall")
+    policy = _EdgeCacheWithoutInit(trie, budget)
+    assert policy.evict_amount == "shortfall" and policy.tokens_to_free(1, 3) == 1
+
+
+def test_an_unknown_amount_is_refused_with_the_known_ones():
+    with pytest.raises(InputError, match=r"^unknown eviction amount 'everything'; known: shortfall, allocation$"):
+        check_evict_amount("everything")
