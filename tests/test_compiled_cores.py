@@ -270,6 +270,21 @@ def test_the_flat_cores_refuse_a_nested_trie_word_for_word():
         run_flat_radix(trie, 4, 1, refresh=True)
 
 
+def test_the_core_pays_off_rule_at_its_thresholds(monkeypatch):
+    """Without numba in the process, a core pays off for at least CORE_MIN_QUERIES queries or at least
+    ``min_tokens`` tokens (by default CORE_MIN_TOKENS; a run that counts no tokens has none); with numba
+    loaded, always. Each threshold at its exact boundary."""
+    from kvtheory.policies.compiled import CORE_MIN_QUERIES, CORE_MIN_TOKENS, core_pays_off
+
+    monkeypatch.delitem(sys.modules, "numba")
+    assert not core_pays_off(CORE_MIN_QUERIES - 1) and core_pays_off(CORE_MIN_QUERIES)
+    assert not core_pays_off(1, CORE_MIN_TOKENS - 1) and core_pays_off(1, CORE_MIN_TOKENS)
+    assert not core_pays_off(1, 9, min_tokens=10) and core_pays_off(1, 10, min_tokens=10)
+    assert not core_pays_off(1, min_tokens=1)
+    monkeypatch.undo()  # numba loaded again (the suite loads it)
+    assert "numba" in sys.modules and core_pays_off(1) and core_pays_off(0, 0, min_tokens=1)
+
+
 def test_each_family_asks_whether_its_core_pays_off_with_the_runs_own_counts(monkeypatch):
     """The rule (kvtheory.policies.compiled.core_pays_off) is asked with the run's queries, and, where the
     per-edge cost grows with tokens, its tokens (rlt-authors with its own token threshold); FIF with its
@@ -315,6 +330,16 @@ def test_every_policy_object_keeps_its_trie_budget_and_eviction_amount():
             for make in (cls.create, cls.instantiate):
                 policy = make(trie, 5, seed=0, evict_amount=amount)
                 assert (policy.name, policy.trie, policy.budget, policy.evict_amount) == (name, trie, 5, amount), make
+
+
+@pytest.mark.parametrize("budget", [0, -1])
+def test_every_policy_object_refuses_a_budget_that_is_not_positive(budget):
+    """The base class refuses B <= 0 for every policy object, core or per-edge class, as it is made."""
+    trie = Workload.from_token_lists([[1, 2], [1, 3, 4]]).trie
+    for cls in ONLINE_POLICIES.values():
+        for make in (cls, cls.create):
+            with pytest.raises(ValueError, match=rf"^budget must be positive, got {budget}$"):
+                make(trie, budget, seed=0)
 
 
 def test_the_lfu_core_refuses_runs_past_its_step_limit():
