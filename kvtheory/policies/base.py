@@ -166,6 +166,6 @@ def union_misses(trie: PrefixTrie, paths: Sequence[Sequence[int]], matched: Sequ
 def flat_trie_arrays(trie: PrefixTrie) -> tuple[np.ndarray, np.ndarray] | None:
     """(end node of each query, edge length of each node) if every trie node hangs off the root, else None."""
     parent = np.asarray(trie.parent, dtype=np.int64)
-    if parent.size > 1 and np.any(parent[1:] != 0):
+    if np.any(parent[1:] != 0):
         return None
     return np.asarray(trie.end, dtype=np.int64), np.asarray(trie.edge_len, dtype=np.int64)
