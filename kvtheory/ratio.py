@@ -108,17 +108,20 @@ class RatioReport:
 def competitive_ratio(
     workload: Workload,
     budget: int,
-    policy: str,
+    policy: str | type,
     *,
     batch: int = 1,
     seeds: Sequence[int] = (0,),
     optimum: Optimum | None = None,
     opt_time_limit: float | None = OPT_TIME_LIMIT,
     evict_amount: str = "shortfall",
+    backend: str = "auto",
 ) -> RatioReport:
     """Measure ALG/OPT for ``policy`` on ``workload``; a deterministic policy runs once. ``evict_amount``:
     the policy evicts the shortfall or the whole allocation (:class:`~kvtheory.policies.EvictionPolicy`);
-    OPT always evicts the shortfall (demand paging loses nothing for an offline optimum).
+    OPT always evicts the shortfall (demand paging loses nothing for an offline optimum). ``backend``: the
+    policy's engine (:mod:`kvtheory.policies.dispatch`); a user's policy is served through the engine's
+    checks (:func:`kvtheory.simulate.run_policy`), so no ratio rests on hits the policy reported itself.
 
     ``optimum``: the instance's optimum if already solved (several policies share one), else it is
     solved here within ``opt_time_limit`` seconds.
@@ -133,7 +136,7 @@ def competitive_ratio(
         raise InputError(
             f"the optimum given is for B = {optimum.budget}, beta = {optimum.batch}, not B = {budget}, beta = {batch}"
         )
-    cls = policy_class(policy)
+    cls = policy_class(policy) if isinstance(policy, str) else policy
     seeds = list(seeds) if cls.randomized else list(seeds)[:1]
-    runs = tuple(run_seeds(workload, budget, cls, seeds, batch=batch, evict_amount=evict_amount))
+    runs = tuple(run_seeds(workload, budget, cls, seeds, batch=batch, evict_amount=evict_amount, backend=backend))
     return RatioReport(cls.name, budget, batch, runs[0].k, optimum, runs)

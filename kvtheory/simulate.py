@@ -11,6 +11,8 @@ import numpy as np
 from kvtheory.model.batches import batches, slack, validate
 from kvtheory.model.workload import Workload
 from kvtheory.policies import EvictionPolicy, policy_class
+from kvtheory.policies.dispatch import compiled_hits
+from kvtheory.policies.ledger import built_in, served_checked
 
 
 @dataclass(frozen=True)
@@ -83,9 +85,17 @@ def run_policy(
     batch: int = 1,
     seed: int | None = None,
     evict_amount: str = "shortfall",
+    backend: str = "auto",
+    check: bool | None = None,
 ) -> RunResult:
     """Serve ``workload`` with an online eviction policy on one worker of ``budget`` tokens, evicting the
-    shortfall or the whole allocation (``evict_amount``, :class:`~kvtheory.policies.EvictionPolicy`).
+    shortfall or the whole allocation (``evict_amount``, :class:`~kvtheory.policies.EvictionPolicy`), on the
+    engine ``backend`` chooses (:mod:`kvtheory.policies.dispatch`).
+
+    ``check``: serve batch by batch through the engine's books (:class:`~kvtheory.policies.ledger.CacheLedger`):
+    the hits are the engine's own count and a decision that breaks the model raises
+    :class:`~kvtheory.policies.ledger.ModelViolation`. By default (None) a user's policy is checked and a
+    built-in one (:func:`~kvtheory.policies.ledger.built_in`) is not.
 
     >>> w = Workload.from_token_lists([[1], [2], [3], [1], [2], [3]])
     >>> run_policy(w, 2, "lru").misses   # LRU on a cycle over k+1 = 3 pages misses every request
@@ -93,10 +103,13 @@ def run_policy(
     """
     validate(workload, budget, batch)
     cls = policy_class(policy) if isinstance(policy, str) else policy
-    hits = cls.run_compiled(workload.trie, budget, batch, seed, evict_amount)
-    if hits is not None:
-        return result_of(workload, budget, cls.name, batch, seed, hits, evict_amount=evict_amount)
-    policy_run = cls.instantiate(workload.trie, budget, seed=seed, evict_amount=evict_amount)
+    checked = not built_in(cls) if check is None else check
+    if not checked:
+        hits = compiled_hits(cls, workload.trie, budget, batch, seed, evict_amount, backend)
+        if hits is not None:
+            return result_of(workload, budget, cls.name, batch, seed, hits, evict_amount=evict_amount)
+    policy_run = cls.create(workload.trie, budget, seed=seed, evict_amount=evict_amount, backend=backend)
+    policy_run = served_checked(policy_run, cls, budget, evict_amount, checked)
     return drive(workload, budget, policy_run, cls.name, batch, seed, evict_amount=evict_amount)
 
 
@@ -108,6 +121,13 @@ def run_seeds(
     *,
     batch: int = 1,
     evict_amount: str = "shortfall",
+    backend: str = "auto",
+    check: bool | None = None,
 ) -> list[RunResult]:
-    """One run per seed (for randomized policies)."""
-    return [run_policy(workload, budget, policy, batch=batch, seed=s, evict_amount=evict_amount) for s in seeds]
+    """One run per seed (for randomized policies); ``backend`` and ``check`` as for :func:`run_policy`."""
+    return [
+        run_policy(
+            workload, budget, policy, batch=batch, seed=s, evict_amount=evict_amount, backend=backend, check=check
+        )
+        for s in seeds
+    ]

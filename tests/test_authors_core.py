@@ -33,7 +33,7 @@ def assert_same_runs(workload: Workload, budget: int, batch: int, amount: str, s
     cached prefix after every ``prefixes``-th); the whole-run kernel call and run_policy give the same hits."""
     trie = workload.trie
     slow = AuthorsRLT(trie, budget, seed=seed, evict_amount=amount)
-    fast = AuthorsRLT.create(trie, budget, seed=seed, evict_amount=amount)
+    fast = AuthorsRLT.create(trie, budget, seed=seed, evict_amount=amount, backend="compiled")
     assert isinstance(fast, CompiledAuthorsRLT)
     everyone = range(len(workload))
     hits = []
@@ -48,7 +48,9 @@ def assert_same_runs(workload: Workload, budget: int, batch: int, amount: str, s
             assert [fast.cached_prefix(j) for j in everyone] == [slow.cached_prefix(j) for j in everyone], context
     assert AuthorsRLT.run_compiled(trie, budget, batch, seed, amount).tolist() == hits
     assert (
-        run_policy(workload, budget, "rlt-authors", batch=batch, seed=seed, evict_amount=amount).query_hits.tolist()
+        run_policy(
+            workload, budget, "rlt-authors", batch=batch, seed=seed, evict_amount=amount, backend="compiled"
+        ).query_hits.tolist()
         == hits
     )
 
@@ -78,7 +80,9 @@ def test_core_matches_on_larger_random_tries():
         batch = 1 + trial % 4
         budget = batch * max(len(q) for q in queries) + int(rng.integers(0, 120))
         assert_same_runs(workload, budget, batch, EVICT_AMOUNTS[trial % 2], seed=trial)
-        policy = AuthorsRLT.create(workload.trie, budget, seed=trial, evict_amount=EVICT_AMOUNTS[trial % 2])
+        policy = AuthorsRLT.create(
+            workload.trie, budget, seed=trial, evict_amount=EVICT_AMOUNTS[trial % 2], backend="compiled"
+        )
         policy.serve_all(batch)
         rules |= set(policy.phase_starts)
     assert rules == {"P1", "R1", "R2"}
@@ -147,24 +151,29 @@ def test_cluster_workers_made_by_create_match_the_per_edge_class(amount, batch):
 
 def test_a_batch_larger_than_the_budget_is_an_error():
     workload = Workload.from_token_lists([[1, 1], [2, 2, 2]])
-    for policy in (AuthorsRLT(workload.trie, 2, seed=0), AuthorsRLT.create(workload.trie, 2, seed=0)):
+    for policy in (
+        AuthorsRLT(workload.trie, 2, seed=0),
+        AuthorsRLT.create(workload.trie, 2, seed=0, backend="compiled"),
+    ):
         policy.serve([0])
         with pytest.raises(RuntimeError, match="nothing left to evict"):
             policy.serve([1])
 
 
 def test_short_runs_in_a_fresh_process_do_not_load_numba():
-    """A whole run loads the kernel from CORE_MIN_DRAWN_TOKENS tokens (or CORE_MIN_QUERIES queries, or with
-    numba loaded): a short first run is served by the per-edge class, a longer one by the kernel, with the
-    same hits."""
+    """Under backend "auto" a whole run loads the kernel from the class's ``compiled_min_tokens`` tokens (or
+    CORE_MIN_QUERIES queries): a short first run is served by the per-edge class, a longer one by the kernel,
+    with the same hits."""
     script = (
         "import sys\n"
-        "from kvtheory import Workload, run_policy\n"
-        "from kvtheory.policies import compiled\n"
+        "from kvtheory import AuthorsRLT, Workload, run_policy\n"
         "w = Workload.from_token_lists([[1, 2], [3, 4], [1, 2, 5], [3, 4], [6, 7, 8], [1, 2]] * 20)\n"
         "first = run_policy(w, 5, 'rlt-authors', seed=4).query_hits.tolist()\n"
         "assert 'numba' not in sys.modules\n"
-        "compiled.CORE_MIN_DRAWN_TOKENS = w.total_tokens\n"
+        "AuthorsRLT.compiled_min_tokens = w.total_tokens + 1\n"
+        "assert run_policy(w, 5, 'rlt-authors', seed=4).query_hits.tolist() == first\n"
+        "assert 'numba' not in sys.modules\n"
+        "AuthorsRLT.compiled_min_tokens = w.total_tokens\n"
         "assert run_policy(w, 5, 'rlt-authors', seed=4).query_hits.tolist() == first\n"
         "assert 'numba' in sys.modules\n"
     )

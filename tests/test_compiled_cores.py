@@ -22,7 +22,7 @@ from strategies import (
     instances,
 )
 
-from kvtheory import ONLINE_POLICIES, InputError, Workload, batches, run_fif, run_policy
+from kvtheory import ONLINE_POLICIES, InputError, Workload, batches, run_policy
 from kvtheory.cluster.cluster import Cluster, Worker
 from kvtheory.cluster.simulation import simulate
 from kvtheory.policies import FifoLeaf, LeafLFU, LeafLRU, TokenLRU, policy_class
@@ -42,7 +42,7 @@ def assert_same_runs(workload: Workload, budget: int, batch: int, amount: str) -
     for name, core in CORES.items():
         cls = policy_class(name)
         slow = cls(trie, budget, evict_amount=amount)
-        fast = cls.create(trie, budget, evict_amount=amount)
+        fast = cls.create(trie, budget, evict_amount=amount, backend="compiled")
         assert isinstance(fast, core)
         hits = []
         for step, group in enumerate(batches(len(workload), batch)):
@@ -56,7 +56,10 @@ def assert_same_runs(workload: Workload, budget: int, batch: int, amount: str) -
                 slow.cached_prefix(j) for j in range(len(workload))
             ], context
         assert core(cls, trie, budget, evict_amount=amount).serve_all(batch).tolist() == hits
-        assert run_policy(workload, budget, name, batch=batch, evict_amount=amount).query_hits.tolist() == hits
+        assert (
+            run_policy(workload, budget, name, batch=batch, evict_amount=amount, backend="compiled").query_hits.tolist()
+            == hits
+        )
 
 
 @settings(max_examples=300, deadline=EXAMPLE_DEADLINE)
@@ -184,15 +187,20 @@ class OldStyleLRU(LeafLRU):
         super().__init__(trie, budget, seed=seed)
 
 
-def test_subclass_is_served_by_the_per_edge_class():
+def test_subclass_is_served_by_the_per_edge_class(monkeypatch):
+    from kvtheory.policies import dispatch
+
+    monkeypatch.setattr(dispatch, "CORE_MIN_QUERIES", 1)  # "auto" would take a core for any run
     trie = Workload.from_token_lists([[1, 2], [1, 3]]).trie
     for plain in (PlainLRU, PlainLFU, OldStyleLRU):
         assert plain.run_compiled(trie, 4, 1) is None
         assert type(plain.create(trie, 4)) is plain
+        with pytest.raises(InputError, match=f"^policy '{plain.name}' has no compiled engine for this run"):
+            plain.create(trie, 4, backend="compiled")
     with pytest.raises(InputError, match="does not take an eviction amount"):
         OldStyleLRU.create(trie, 4, evict_amount="allocation")
     for cls in (LeafLRU, TokenLRU, FifoLeaf, LeafLFU):
-        assert isinstance(cls.create(trie, 4), CORES[cls.name])
+        assert isinstance(cls.create(trie, 4, backend="compiled"), CORES[cls.name])
         assert cls.run_compiled(trie, 4, 1) is not None
 
 
@@ -223,16 +231,18 @@ def test_cluster_workers_made_by_create_match_the_per_edge_class(name, plain, ro
 
 
 def test_short_runs_in_a_fresh_process_do_not_load_numba():
-    """The core serves runs of at least CORE_MIN_QUERIES queries, or any run once numba is loaded: a short
-    first run is served by the per-edge class (equal hits, tested above) without paying numba's load."""
+    """Under backend "auto" the core serves runs of at least CORE_MIN_QUERIES queries, whatever the process
+    has loaded: a shorter run is served by the per-edge class (equal hits, tested above) without paying
+    numba's load, and one at the threshold exactly by the core."""
     script = (
         "import sys\n"
         "from kvtheory import Workload, run_policy\n"
-        "from kvtheory.policies import compiled\n"
+        "from kvtheory.policies import dispatch\n"
         "w = Workload.from_token_lists([[1, 2], [1, 3], [1, 2, 4]])\n"
+        "dispatch.CORE_MIN_QUERIES = 4\n"
         "assert run_policy(w, 4, 'lru').query_hits.tolist() == [0, 1, 2]\n"
         "assert 'numba' not in sys.modules\n"
-        "compiled.CORE_MIN_QUERIES = 3\n"
+        "dispatch.CORE_MIN_QUERIES = 3\n"
         "assert run_policy(w, 4, 'lru').query_hits.tolist() == [0, 1, 2]\n"
         "assert 'numba' in sys.modules\n"
     )
@@ -250,8 +260,8 @@ def test_every_core_says_why_a_batch_cannot_fit_word_for_word(queries):
             with pytest.raises(RuntimeError, match=r"^nothing left to evict: the batch footprint exceeds the budget$"):
                 cls.run_compiled(trie, 2, 1, 0, amount)
                 pytest.fail(f"{name} ({amount}) served a query of 3 tokens under B = 2")
-            for make in (cls.create, cls.instantiate):  # served batch by batch: its core, its per-edge class
-                policy = make(trie, 2, seed=0, evict_amount=amount)
+            for backend in ("compiled", "python"):  # served batch by batch: its core, its per-edge class
+                policy = cls.create(trie, 2, seed=0, evict_amount=amount, backend=backend)
                 with pytest.raises(
                     RuntimeError, match=r"^nothing left to evict: the batch footprint exceeds the budget$"
                 ):
@@ -268,57 +278,6 @@ def test_the_flat_cores_refuse_a_nested_trie_word_for_word():
         run_flat_lfu(trie, 4, 1)
     with pytest.raises(ValueError, match=r"^run_flat_radix needs a flat trie \(every query one edge off the root\)$"):
         run_flat_radix(trie, 4, 1, refresh=True)
-
-
-def test_the_core_pays_off_rule_at_its_thresholds(monkeypatch):
-    """Without numba in the process, a core pays off for at least CORE_MIN_QUERIES queries or at least
-    ``min_tokens`` tokens (by default CORE_MIN_TOKENS; a run that counts no tokens has none); with numba
-    loaded, always. Each threshold at its exact boundary."""
-    from kvtheory.policies.compiled import CORE_MIN_QUERIES, CORE_MIN_TOKENS, core_pays_off
-
-    monkeypatch.delitem(sys.modules, "numba")
-    assert not core_pays_off(CORE_MIN_QUERIES - 1) and core_pays_off(CORE_MIN_QUERIES)
-    assert not core_pays_off(1, CORE_MIN_TOKENS - 1) and core_pays_off(1, CORE_MIN_TOKENS)
-    assert not core_pays_off(1, 9, min_tokens=10) and core_pays_off(1, 10, min_tokens=10)
-    assert not core_pays_off(1, min_tokens=1)
-    monkeypatch.undo()  # numba loaded again (the suite loads it)
-    assert "numba" in sys.modules and core_pays_off(1) and core_pays_off(0, 0, min_tokens=1)
-
-
-def test_each_family_asks_whether_its_core_pays_off_with_the_runs_own_counts(monkeypatch):
-    """The rule (kvtheory.policies.compiled.core_pays_off) is asked with the run's queries, and, where the
-    per-edge cost grows with tokens, its tokens (rlt-authors with its own token threshold); FIF with its
-    queries. Each answer is recorded, here always no (the per-edge path)."""
-    from kvtheory.policies import compiled, edge_cache, lfu, radix
-
-    asked = []
-
-    def record(*args, **kwargs):
-        asked.append((args, kwargs))
-        return False
-
-    for module in (compiled, edge_cache, lfu, radix):
-        monkeypatch.setattr(module, "core_pays_off", record)
-    from kvtheory.optimum import fif
-
-    monkeypatch.setattr(fif, "core_pays_off", record)
-    workload = Workload.from_token_lists([[1, 2], [1, 3, 4], [5]])
-    queries, tokens = 3, workload.trie.sequence_tokens
-    expected = {
-        "lru": ((queries,), {}),
-        "token-lru": ((queries,), {}),
-        "fifo": ((queries,), {}),
-        "lfu": ((queries,), {}),
-        "rlt": ((queries, tokens), {}),
-        "random-leaf": ((queries, tokens), {}),
-        "rlt-authors": ((queries, tokens), {"min_tokens": compiled.CORE_MIN_DRAWN_TOKENS}),
-    }
-    for name, cls in ONLINE_POLICIES.items():
-        asked.clear()
-        assert cls.run_compiled(workload.trie, 5, 1, 0, "shortfall") is None, name
-        assert asked == [expected[name]], name
-    asked.clear()
-    assert run_fif(workload, 5).misses == 5 and asked == [((queries,), {})]  # the 5 distinct tokens
 
 
 def test_every_policy_object_keeps_its_trie_budget_and_eviction_amount():
@@ -348,7 +307,7 @@ def test_the_lfu_core_refuses_runs_past_its_step_limit():
     in memory, so it is lowered here; the count is of whole and partial batches, the steps already served
     included, and a refused run serves nothing."""
     trie = Workload.from_token_lists([[1, 2], [1, 3], [4], [1, 2], [4]]).trie
-    policy, reference = LeafLFU.create(trie, 8), LeafLFU.create(trie, 8)
+    policy, reference = LeafLFU.create(trie, 8, backend="compiled"), LeafLFU.create(trie, 8, backend="compiled")
     assert isinstance(policy, CompiledLFU)
     policy._max_steps = 4
     assert policy.serve([0, 1]) == reference.serve([0, 1])  # 1 step

@@ -35,7 +35,10 @@ def compiled_objects(trie: PrefixTrie, budget: int, seed: int, amount: str) -> l
     made = [
         *(CompiledRadix(policy_class(name), trie, budget, evict_amount=amount) for name in RADIX_FAMILY),
         CompiledAuthorsRLT(trie, budget, seed=seed, evict_amount=amount),
-        *(policy_class(name).create(trie, budget, seed=seed, evict_amount=amount) for name in OTHER_FAMILIES),
+        *(
+            policy_class(name).create(trie, budget, seed=seed, evict_amount=amount, backend="compiled")
+            for name in OTHER_FAMILIES
+        ),
     ]
     assert all(isinstance(policy, STRUCTURED) for policy in made)  # numba is loaded: every family has its core
     return made

@@ -1,19 +1,22 @@
-"""The entry points a short run takes in a fresh process, where numba is not loaded and no compiled core pays
-off (kvtheory.policies.compiled.core_pays_off): run_policy, run_fif and ``create`` then serve through the
-per-edge classes. This test process has numba loaded (tests/conftest.py), so every other test reaches the
-cores; here ``core_pays_off`` is switched off wherever it is consulted, and each entry point must give what
-its core gives: the same hits for every policy and FIF, on random tries, batch sizes 1 to 3 and both
-eviction amounts."""
+"""The one dispatcher (kvtheory.policies.dispatch): the engine comes from an explicit ``backend`` and the
+run's size, never from what the process has imported; every entry point (run_policy, run_fif, ``create``)
+gives the same hits on either engine, on random tries, batch sizes 1 to 3 and both eviction amounts."""
 
 from __future__ import annotations
 
-from core_switch import per_edge_paths
+import subprocess
+from pathlib import Path
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import BATCHED_BOUNDARIES, UNBATCHED_BOUNDARIES, boundary_examples, instances
 
-from kvtheory import ONLINE_POLICIES, Workload, batches, run_fif, run_policy
+from kvtheory import ONLINE_POLICIES, InputError, Workload, batches, run_fif, run_policy
+from kvtheory.policies import dispatch
 from kvtheory.policies.base import EVICT_AMOUNTS
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _served(policy, workload, batch: int) -> list[int]:
@@ -23,41 +26,76 @@ def _served(policy, workload, batch: int) -> list[int]:
     return hits
 
 
-def test_the_switch_reaches_every_entry_point():
-    """Without the switch a core serves (numba is loaded); with it, every whole run and the radix and LFU
-    families' ``create`` take the per-edge class. (The samplers' and rlt-authors' ``create`` always serve
-    through their cores, whatever the length of the run.)"""
-    workload = Workload.from_token_lists([[1, 2], [1, 3], [1, 2]])
-    per_edge_create = ("lru", "token-lru", "fifo", "lfu")
-    for name in (*per_edge_create, "rlt", "random-leaf", "rlt-authors"):
-        assert ONLINE_POLICIES[name].run_compiled(workload.trie, 4, 1, 0, "shortfall") is not None, name
-    with per_edge_paths():
-        for cls in ONLINE_POLICIES.values():
-            assert cls.run_compiled(workload.trie, 4, 1, 0, "shortfall") is None, cls.name
-        for name in per_edge_create:
-            assert type(ONLINE_POLICIES[name].create(workload.trie, 4, seed=0)) is ONLINE_POLICIES[name], name
+def test_nothing_in_the_policies_or_optima_reads_what_the_process_has_imported():
+    found = subprocess.run(
+        ["grep", "-rn", "sys.modules", "kvtheory/policies", "kvtheory/optimum"], cwd=ROOT, capture_output=True
+    )
+    assert found.returncode == 1 and not found.stdout, found.stdout.decode()
+
+
+def test_auto_takes_a_core_from_its_thresholds_exactly():
+    """long_enough at each boundary: CORE_MIN_QUERIES queries, or ``min_tokens`` tokens where given (and no
+    token threshold where none is)."""
+    q = dispatch.CORE_MIN_QUERIES
+    assert not dispatch.long_enough(q - 1) and dispatch.long_enough(q)
+    assert not dispatch.long_enough(1, 9, min_tokens=10) and dispatch.long_enough(1, 10, min_tokens=10)
+    assert not dispatch.long_enough(1, 10**15)
+
+
+def test_each_family_is_asked_with_its_own_token_threshold(monkeypatch):
+    """The radix and LFU families count queries only; the samplers from CORE_MIN_TOKENS tokens, rlt-authors
+    from CORE_MIN_DRAWN_TOKENS; each at its exact boundary, through ``create`` under "auto"."""
+    expected = {
+        "lru": None,
+        "token-lru": None,
+        "fifo": None,
+        "lfu": None,
+        "rlt": dispatch.CORE_MIN_TOKENS,
+        "random-leaf": dispatch.CORE_MIN_TOKENS,
+        "rlt-authors": dispatch.CORE_MIN_DRAWN_TOKENS,
+    }
+    assert {name: cls.compiled_min_tokens for name, cls in ONLINE_POLICIES.items()} == expected
+    workload = Workload.from_token_lists([[1, 2], [1, 3, 4], [5]])
+    tokens = workload.trie.sequence_tokens
+    for name, cls in ONLINE_POLICIES.items():
+        if expected[name] is None:
+            continue
+        monkeypatch.setattr(cls, "compiled_min_tokens", tokens + 1)
+        assert type(cls.create(workload.trie, 5, seed=0)) is cls, name
+        monkeypatch.setattr(cls, "compiled_min_tokens", tokens)
+        assert type(cls.create(workload.trie, 5, seed=0)) is not cls, name
+    monkeypatch.undo()  # the token thresholds as they were
+    monkeypatch.setattr(dispatch, "CORE_MIN_QUERIES", 4)
+    assert all(type(cls.create(workload.trie, 5, seed=0)) is cls for cls in ONLINE_POLICIES.values())
+    monkeypatch.setattr(dispatch, "CORE_MIN_QUERIES", 3)
+    assert not any(type(cls.create(workload.trie, 5, seed=0)) is cls for cls in ONLINE_POLICIES.values())
+
+
+def test_the_backend_is_checked_word_for_word():
+    workload = Workload.from_token_lists([[1], [2]])
+    message = r"^unknown backend 'numba'; known: auto, python, compiled$"
+    with pytest.raises(InputError, match=message):
+        run_policy(workload, 2, "lru", backend="numba")
+    with pytest.raises(InputError, match=message):
+        run_fif(workload, 2, backend="numba")
+    with pytest.raises(InputError, match=message):
+        ONLINE_POLICIES["lru"].create(workload.trie, 2, backend="numba")
 
 
 @settings(max_examples=40)
 @given(instances(max_queries=10, max_batch=3), st.sampled_from(EVICT_AMOUNTS), st.integers(0, 3))
 @boundary_examples(*UNBATCHED_BOUNDARIES, *BATCHED_BOUNDARIES, amount="allocation", seed=0)
-def test_short_runs_give_what_the_cores_give(instance, amount, seed):
+def test_both_engines_give_the_same_hits_at_every_entry_point(instance, amount, seed):
     workload, budget, batch = instance
-    expected_fif = run_fif(workload, budget, batch=batch)
-    expected = {
-        name: run_policy(workload, budget, name, batch=batch, seed=seed, evict_amount=amount)
-        for name in ONLINE_POLICIES
-    }
-    made = {
-        name: _served(cls.create(workload.trie, budget, seed=seed, evict_amount=amount), workload, batch)
-        for name, cls in ONLINE_POLICIES.items()
-    }
-    with per_edge_paths():
-        fif = run_fif(workload, budget, batch=batch)  # the record too: policy name, counts, seed
-        assert (fif.query_hits.tolist(), fif.to_dict()) == (expected_fif.query_hits.tolist(), expected_fif.to_dict())
-        for name, cls in ONLINE_POLICIES.items():
-            run = run_policy(workload, budget, name, batch=batch, seed=seed, evict_amount=amount)
-            assert run.query_hits.tolist() == expected[name].query_hits.tolist(), name
-            assert run.to_dict() == expected[name].to_dict(), name
-            policy = cls.create(workload.trie, budget, seed=seed, evict_amount=amount)
-            assert _served(policy, workload, batch) == made[name] == expected[name].query_hits.tolist(), name
+    fifs = [run_fif(workload, budget, batch=batch, backend=b) for b in ("compiled", "python")]
+    assert fifs[0].query_hits.tolist() == fifs[1].query_hits.tolist() and fifs[0].to_dict() == fifs[1].to_dict()
+    for name, cls in ONLINE_POLICIES.items():
+        runs = [
+            run_policy(workload, budget, name, batch=batch, seed=seed, evict_amount=amount, backend=b)
+            for b in ("compiled", "python")
+        ]
+        assert runs[0].query_hits.tolist() == runs[1].query_hits.tolist(), name
+        assert runs[0].to_dict() == runs[1].to_dict(), name
+        for backend in ("compiled", "python"):
+            policy = cls.create(workload.trie, budget, seed=seed, evict_amount=amount, backend=backend)
+            assert _served(policy, workload, batch) == runs[0].query_hits.tolist(), (name, backend)

@@ -181,7 +181,8 @@ class _Held:
 
 
 def _serve_with_locks(self, new, matched):
-    self.policy.held = self.admitted[: len(self.admitted) - len(new)]
+    held = getattr(self.policy, "policy", self.policy)  # a test's policy is served through the engine's checks
+    held.held = self.admitted[: len(self.admitted) - len(new)]
     self.policy.serve(new)
 
 

@@ -193,13 +193,12 @@ def test_fif_refuses_a_batch_off_its_schedule_word_for_word():
         fif.serve([0])  # the schedule is over
 
 
-def test_run_fif_takes_the_compiled_core_only_when_it_pays_off(monkeypatch):
-    """A run long enough for the compiled core (or with numba loaded, as in this process) is served by the
-    core; a short one in a fresh process by FurthestInFuture, without loading numba (seconds of import and
-    compilation). Both give the same hits (tests/test_compiled_fif.py), so the path taken is recorded."""
-    from core_switch import per_edge_paths
-
+def test_run_fif_takes_the_engine_its_backend_names(monkeypatch):
+    """backend "compiled" is the core, "python" FurthestInFuture, and "auto" the core from CORE_MIN_QUERIES
+    queries on, the class below (at the boundary exactly). Both give the same hits
+    (tests/test_compiled_fif.py), so the path taken is recorded."""
     from kvtheory.optimum import compiled_fif, fif
+    from kvtheory.policies import dispatch
 
     taken = []
     real_core, real_class = compiled_fif.run_compiled_fif, fif.FurthestInFuture
@@ -212,10 +211,13 @@ def test_run_fif_takes_the_compiled_core_only_when_it_pays_off(monkeypatch):
     monkeypatch.setattr(compiled_fif, "run_compiled_fif", lambda *args: taken.append("core") or real_core(*args))
     monkeypatch.setattr(fif, "FurthestInFuture", Recorded)
     workload = Workload.from_token_lists([[1], [2], [3], [1], [2], [3]])
+    assert run_fif(workload, 2, backend="compiled").misses == 4
+    assert run_fif(workload, 2, backend="python").misses == 4
+    monkeypatch.setattr(dispatch, "CORE_MIN_QUERIES", 7)
     assert run_fif(workload, 2).misses == 4
-    with per_edge_paths():
-        assert run_fif(workload, 2).misses == 4
-    assert taken == ["core", "per-edge"]
+    monkeypatch.setattr(dispatch, "CORE_MIN_QUERIES", 6)
+    assert run_fif(workload, 2).misses == 4
+    assert taken == ["core", "per-edge", "per-edge", "core"]
 
 
 class _PerTokenGroup:

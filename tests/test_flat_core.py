@@ -38,7 +38,7 @@ def test_radix_core_matches_per_edge_policy(name, max_edge):
     for workload, budget, batch in _flat_instances(7, 150, max_edge):
         assert flat_trie_arrays(workload.trie) is not None
         assert policy_class(name).run_compiled(workload.trie, budget, batch) is not None
-        fast = run_policy(workload, budget, name, batch=batch)
+        fast = run_policy(workload, budget, name, batch=batch, backend="compiled")
         slow = _per_edge_hits(workload, budget, name, batch)
         assert fast.query_hits.tolist() == slow.tolist()
         evicted_somewhere |= workload.trie.distinct_tokens > budget
@@ -49,7 +49,7 @@ def test_radix_core_matches_per_edge_policy(name, max_edge):
 def test_sampler_core_matches_per_edge_policy_draw_for_draw(name):
     for index, (workload, budget, batch) in enumerate(_flat_instances(13, 150, 3)):
         assert policy_class(name).run_compiled(workload.trie, budget, batch, index) is not None
-        fast = run_policy(workload, budget, name, batch=batch, seed=index)
+        fast = run_policy(workload, budget, name, batch=batch, seed=index, backend="compiled")
         slow = _per_edge_hits(workload, budget, name, batch, seed=index)
         assert fast.query_hits.tolist() == slow.tolist()
 
@@ -60,7 +60,7 @@ def test_sampler_core_matches_on_long_runs_with_many_phases():
     workload = Workload.from_token_lists([[int(p)] for p in pages])
     for name in ("rlt", "random-leaf"):
         for budget in (5, 40):
-            fast = run_policy(workload, budget, name, seed=budget)
+            fast = run_policy(workload, budget, name, seed=budget, backend="compiled")
             assert fast.query_hits.tolist() == _per_edge_hits(workload, budget, name, 1, seed=budget).tolist()
 
 

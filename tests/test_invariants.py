@@ -75,9 +75,10 @@ def check_every_batch(workload, budget, name, batch, seed=0):
 
 
 def run(workload, budget, name, batch, seed=0):
+    """A whole run on the compiled core, to hold against the per-edge class checked batch by batch."""
     if name == "fif":
-        return run_fif(workload, budget, batch=batch)
-    return run_policy(workload, budget, name, batch=batch, seed=seed)
+        return run_fif(workload, budget, batch=batch, backend="compiled")
+    return run_policy(workload, budget, name, batch=batch, seed=seed, backend="compiled")
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -138,8 +139,8 @@ def test_the_optimum_misses_at_most_every_online_policy(instance):
 @boundary_examples(*UNBATCHED_BOUNDARIES, *BATCHED_BOUNDARIES, seed=0)
 def test_same_seed_same_run(name, instance, seed):
     workload, budget, batch = instance
-    a = run_policy(workload, budget, name, batch=batch, seed=seed)
-    b = run_policy(workload, budget, name, batch=batch, seed=seed)
+    a = run_policy(workload, budget, name, batch=batch, seed=seed, backend="compiled")
+    b = run_policy(workload, budget, name, batch=batch, seed=seed, backend="compiled")
     assert a.query_hits.tolist() == b.query_hits.tolist()
     p, q = make(workload, budget, name, batch, seed), make(workload, budget, name, batch, seed)
     for group in batches(len(workload), batch):

@@ -16,6 +16,7 @@ LAYERS = [
     ("adversaries", ["adversaries"]),
     ("ratios", ["kvtheory.ratio"]),
     ("cluster", ["kvtheory.cluster"]),
+    ("testing", ["kvtheory.testing"]),
     ("experiments", ["kvtheory.experiments"]),
     ("claims", ["proofs_check"]),
     ("interface", ["kvtheory.cli", "kvtheory.__main__", "kvtheory"]),

@@ -50,7 +50,7 @@ def outcome(run) -> tuple:
 
 def take_path(monkeypatch, path: str) -> None:
     """learn=full's path: the compiled core ("compiled") whatever the run's size, or plain Python ("python")."""
-    monkeypatch.setattr(lbgr_calibrated, "core_pays_off", lambda *args: path == "compiled")
+    monkeypatch.setattr(lbgr_calibrated, "long_enough", lambda *args: path == "compiled")
 
 
 #: learn=full has two paths; bias and none have one
@@ -114,13 +114,13 @@ def test_a_short_run_in_a_fresh_process_does_not_load_numba():
         "import sys\n"
         "from kvtheory.cluster.cluster import Cluster\n"
         "from kvtheory.cluster.simulation import simulate\n"
-        "from kvtheory.policies import compiled\n"
+        "from kvtheory.policies import dispatch\n"
         "from kvtheory.workloads import generate\n"
         "w = generate('gsp', {'groups': 4, 'prompts': 4, 'lengths': [64, 128]}, seed=0)\n"
         "cluster = Cluster.uniform(2, 300, a_miss=1e-4, a_cached=1e-5, decode_base=1e-2)\n"
         "python_path = simulate(w, cluster, 'lbgr-full', 'lru')\n"
         "assert 'numba' not in sys.modules\n"
-        "compiled.CORE_MIN_QUERIES = 3\n"
+        "dispatch.CORE_MIN_QUERIES = 3\n"
         "compiled_path = simulate(w, cluster, 'lbgr-full', 'lru')\n"
         "assert 'numba' in sys.modules\n"
         "assert compiled_path.worker.tolist() == python_path.worker.tolist()\n"

@@ -4,11 +4,8 @@ unsigned integers."""
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import pytest
-from core_switch import per_edge_paths
 
 from kvtheory import InputError, Workload, run_policy
 from kvtheory.model.query import Query
@@ -17,10 +14,9 @@ from kvtheory.simulate import run_seeds
 W = Workload.from_token_lists([[1, 2], [1, 3], [4], [1, 2], [4, 5], [1, 3]])
 
 
-@pytest.mark.parametrize("path", ["core", "per-edge"])
-def test_a_run_records_its_seed_and_batch_size(path):
-    with per_edge_paths() if path == "per-edge" else contextlib.nullcontext():
-        run = run_policy(W, 4, "rlt", batch=2, seed=5)
+@pytest.mark.parametrize("backend", ["compiled", "python"])
+def test_a_run_records_its_seed_and_batch_size(backend):
+    run = run_policy(W, 4, "rlt", batch=2, seed=5, backend=backend)
     assert (run.seed, run.batch, run.budget) == (5, 2, 4)
 
 

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import BATCHED_BOUNDARIES, UNBATCHED_BOUNDARIES, boundary_examples, instances
 
-from kvtheory import Workload
+from kvtheory import InputError, Workload
 from kvtheory.model.batches import batches
-from kvtheory.policies import RandomizedLeafToken, RandomLeaf, policy_class
+from kvtheory.policies import RandomizedLeafToken, RandomLeaf, dispatch, policy_class
 from kvtheory.policies.compiled.sampler import CompiledLeafSampler
 from kvtheory.policies.edge_cache import LeafTokenSampler
 from kvtheory.simulate import drive, run_policy
@@ -43,7 +43,7 @@ def test_compiled_core_matches_per_edge_class_hit_for_hit(instance, seed, name, 
     workload, budget, batch = instance
     cls = policy_class(name)
     per_edge = cls(workload.trie, budget, seed=seed, evict_amount=amount)
-    compiled = cls.create(workload.trie, budget, seed=seed, evict_amount=amount)
+    compiled = cls.create(workload.trie, budget, seed=seed, evict_amount=amount, backend="compiled")
     assert isinstance(compiled, CompiledLeafSampler) and not isinstance(per_edge, CompiledLeafSampler)
     expected = _serve_all(per_edge, workload, batch)
     assert _serve_all(compiled, workload, batch) == expected
@@ -69,14 +69,14 @@ def test_long_runs_with_long_edges_and_many_blocks(name, amount):
         budget = 3 * max(len(q) for q in queries) + 200
         per_edge = policy_class(name)(workload.trie, budget, seed=seed, evict_amount=amount)
         expected = drive(workload, budget, per_edge, name, batch, seed).query_hits.tolist()
-        fast = run_policy(workload, budget, name, batch=batch, seed=seed, evict_amount=amount)
+        fast = run_policy(workload, budget, name, batch=batch, seed=seed, evict_amount=amount, backend="compiled")
         assert fast.query_hits.tolist() == expected
 
 
 def _both(cls, workload, budget, amount, seed=0):
     """The per-edge object and the compiled one."""
     return cls(workload.trie, budget, seed=seed, evict_amount=amount), cls.create(
-        workload.trie, budget, seed=seed, evict_amount=amount
+        workload.trie, budget, seed=seed, evict_amount=amount, backend="compiled"
     )
 
 
@@ -147,13 +147,17 @@ def test_allocation_and_shortfall_differ_on_random_tries():
         assert runs[0] != runs[1]
 
 
-def test_a_subclass_that_does_not_opt_in_runs_per_edge():
+def test_a_subclass_that_does_not_opt_in_runs_per_edge(monkeypatch):
+    monkeypatch.setattr(dispatch, "CORE_MIN_QUERIES", 1)  # "auto" would take a core for any run
+
     class Other(RandomLeaf):
         name = "other-leaf"
 
     workload = Workload.from_token_lists([[1, 2], [1, 3]])
     assert Other.run_compiled(workload.trie, 3, 1, 0) is None
-    assert type(Other.create(workload.trie, 3, seed=0)) is Other
+    assert type(Other.create(workload.trie, 3, seed=0, backend="auto")) is Other
+    with pytest.raises(InputError, match="^policy 'other-leaf' has no compiled engine for this run"):
+        Other.create(workload.trie, 3, seed=0, backend="compiled")
     assert issubclass(Other, LeafTokenSampler)
     # create hands the per-edge class its seed and eviction amount: the same generator state as constructing
     # it directly, and the amount asked for

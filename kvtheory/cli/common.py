@@ -10,7 +10,9 @@ import orjson
 from kvtheory.cli import options
 from kvtheory.errors import InputError
 from kvtheory.model.traces import DEFAULT_BLOCK_SIZE, FORMATS, read_workload
+from kvtheory.policies import ONLINE_POLICIES
 from kvtheory.policies.base import EVICT_AMOUNTS
+from kvtheory.policies.dispatch import BACKENDS
 
 
 def add_format_options(parser: argparse.ArgumentParser) -> None:
@@ -64,6 +66,22 @@ def add_evict_amount_option(parser: argparse.ArgumentParser, *, where: str = "")
         choices=EVICT_AMOUNTS,
         help=f"{where}how much an eviction frees when a batch does not fit: shortfall (the model's demand "
         "paging, default) or allocation (the batch's whole uncached allocation, as SGLang's allocator asks)",
+    )
+
+
+def policy_names() -> str:
+    """The registered online policies' names, for help strings: the registry's, never a list typed here."""
+    return ", ".join(ONLINE_POLICIES)
+
+
+def add_backend_option(parser: argparse.ArgumentParser) -> None:
+    """``--backend auto|python|compiled`` (kvtheory.policies.dispatch)."""
+    parser.add_argument(
+        "--backend",
+        default=None,
+        choices=BACKENDS,
+        help="the engine that serves the policy: python (per edge), compiled (the policy's numba core), or auto "
+        "(default: compiled from 100,000 queries, or from the policy's token threshold, where it has a core)",
     )
 
 

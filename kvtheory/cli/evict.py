@@ -1,15 +1,17 @@
 """``kvtheory evict --workload FILE --budget B --policy NAME [--batch BETA] [--seed S] [--seeds N]
-[--evict-amount shortfall|allocation] --json``."""
+[--evict-amount shortfall|allocation] [--backend auto|python|compiled] --json``."""
 
 from __future__ import annotations
 
 from kvtheory.cli import options
 from kvtheory.cli.common import (
+    add_backend_option,
     add_evict_amount_option,
     add_json_option,
     add_workload_options,
     emit,
     load_workload,
+    policy_names,
 )
 from kvtheory.model.batches import validate
 from kvtheory.policies import policy_class
@@ -20,10 +22,11 @@ from kvtheory.stats import summarize
 def register(commands) -> None:
     parser = commands.add_parser("evict", help="serve a workload with an online eviction policy")
     add_workload_options(parser)
-    parser.add_argument("--policy", required=True, help="lru, token-lru, rlt, rlt-authors, fifo, random-leaf, lfu")
+    parser.add_argument("--policy", required=True, help=f"an online policy: {policy_names()}")
     parser.add_argument("--seed", type=options.seed, default=0, help="seed of the first run (default 0)")
     parser.add_argument("--seeds", type=options.runs, default=1, metavar="N", help="runs with seeds S..S+N-1")
     add_evict_amount_option(parser)
+    add_backend_option(parser)
     add_json_option(parser)
     parser.set_defaults(run=run)
 
@@ -33,7 +36,15 @@ def run(args) -> int:
     workload = load_workload(args)
     validate(workload, args.budget, args.batch)
     seeds = range(args.seed, args.seed + (args.seeds if cls.randomized else 1))
-    runs = run_seeds(workload, args.budget, cls, seeds, batch=args.batch, evict_amount=args.evict_amount)
+    runs = run_seeds(
+        workload,
+        args.budget,
+        cls,
+        seeds,
+        batch=args.batch,
+        evict_amount=args.evict_amount,
+        backend=args.backend or "auto",
+    )
     record = runs[0].to_dict()  # the first seed's run; the summary over seeds follows
     if len(runs) > 1:
         misses = summarize([run.misses for run in runs])

@@ -7,6 +7,7 @@ from __future__ import annotations
 from kvtheory.cli import options
 from kvtheory.cli.common import (
     CLUSTER_OPTIONS,
+    add_backend_option,
     add_evict_amount_option,
     add_format_options,
     add_json_option,
@@ -50,6 +51,7 @@ def register(commands) -> None:
     )
     add_cluster_options(parser, budget=False)
     add_evict_amount_option(parser, where="the online policy (every worker's with --workers): ")
+    add_backend_option(parser)
     add_json_option(parser)
     parser.set_defaults(run=run)
 
@@ -62,7 +64,7 @@ def run(args) -> int:
     else:
         workload = generate(args.adversary, parse_params(args.param), seed=args.seed)
     if args.workers is not None:
-        reject_unused(args, ["policy"], "with --workers (give --router and --eviction)")
+        reject_unused(args, ["policy", "backend"], "with --workers (give --router and --eviction)")
         return _several_workers(args, workload)
     reject_unused(args, ["router", "router_opt", "eviction", "time_limit", *CLUSTER_OPTIONS], "without --workers")
     if args.budget is None or args.policy is None:
@@ -74,6 +76,7 @@ def run(args) -> int:
         batch=args.batch,
         seeds=range(args.seed, args.seed + args.seeds),
         evict_amount=args.evict_amount,
+        backend=args.backend or "auto",
     )
     emit(report.to_dict(), args.json)
     return 0

@@ -13,6 +13,7 @@ from kvtheory.cli.common import (
     emit,
     load_workload,
     parse_params,
+    policy_names,
 )
 from kvtheory.cli.costmodel import add_hardware_options
 from kvtheory.cluster.engines import DEFAULT_CHUNK_SIZE, ENGINES
@@ -35,7 +36,7 @@ def register(commands) -> None:
         "--eviction",
         required=True,
         metavar="POLICY",
-        help="lru, token-lru, rlt, rlt-authors, fifo, random-leaf, lfu",
+        help=f"every worker's online policy: {policy_names()}",
     )
     add_evict_amount_option(parser, where="every worker's eviction: ")
     add_cluster_options(parser)

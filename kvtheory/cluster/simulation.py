@@ -45,6 +45,7 @@ from kvtheory.model.batches import footprint
 from kvtheory.model.workload import Workload
 from kvtheory.policies import EvictionPolicy, policy_class
 from kvtheory.policies.base import check_evict_amount
+from kvtheory.policies.ledger import served_checked
 
 _COMPLETE, _FREE = 0, 1
 _ROUTER_STREAM, _ARRIVAL_STREAM = 1 << 20, 2 << 20
@@ -268,10 +269,10 @@ class Simulation:
         eviction_cls = policy_class(eviction) if isinstance(eviction, str) else eviction
         self.eviction = eviction_cls.name
         self.evict_amount = check_evict_amount(evict_amount)
-        self.workers = [
-            _Worker(spec, eviction_cls.create(trie, spec.budget, seed=worker_seed(seed, i), evict_amount=evict_amount))
-            for i, spec in enumerate(cluster.workers)
-        ]
+        self.workers = []
+        for i, spec in enumerate(cluster.workers):  # a user's policy is served through the engine's checks
+            policy = eviction_cls.create(trie, spec.budget, seed=worker_seed(seed, i), evict_amount=evict_amount)
+            self.workers.append(_Worker(spec, served_checked(policy, eviction_cls, spec.budget, evict_amount)))
         router_cls = router_class(router) if isinstance(router, str) else router
         options = dict(router_options or {})
         if oracle:

@@ -41,7 +41,14 @@ def _occurrences(parent, ends, batch, width):
     for t in range(steps):
         for j in range(t * batch, min(t * batch + batch, n)):
             v = ends[j]
+            rounds_left = n_nodes  # a root path: at most (trie nodes - 1) nodes below the root
             while v != 0 and seen[v] != t:
+                if rounds_left == 0:
+                    raise RuntimeError(
+                        "internal error: kernel _occurrences of the compiled FIF core exceeded its step "
+                        "limit of one step per trie node"
+                    )
+                rounds_left -= 1
                 seen[v] = t
                 total += 1
                 v = parent[v]
@@ -55,7 +62,14 @@ def _occurrences(parent, ends, batch, width):
         start[t] = count
         for j in range(t * batch, min(t * batch + batch, n)):
             v = ends[j]
+            rounds_left = n_nodes  # a root path: at most (trie nodes - 1) nodes below the root
             while v != 0:
+                if rounds_left == 0:
+                    raise RuntimeError(
+                        "internal error: kernel _occurrences of the compiled FIF core exceeded its step "
+                        "limit of one step per trie node"
+                    )
+                rounds_left -= 1
                 if seen[v] != t:
                     seen[v] = t
                     where[v] = count
@@ -78,7 +92,7 @@ def _occurrences(parent, ends, batch, width):
 @njit(cache=True)
 def _peek(ha, hb, size, group, kept, floor, n_nodes):
     """Drop stale entries off the heap's top; return the top valid (key, top, v), or (-1, -1, -1)."""
-    while size[0] > 0:
+    for _ in range(size[0]):  # every step pops an entry: the heap is empty after size[0] of them
         key, rank = -ha[0], -hb[0]
         v = rank % n_nodes
         top = rank // n_nodes
@@ -97,13 +111,24 @@ def _evict(tokens, ha, hb, size, group, kept, floor, band, n_nodes):
     that clears the level, the edges that held it (the band) go down together, level by level, joined by
     the group's edges whose top they reach and left by those that empty, as many whole levels as the
     tokens left pay for; a last part level is the next round's. Then the band goes back on the heap.
+
+    Step limits: a round frees at least its top token, so at most ``tokens`` + 1 rounds (the last one
+    ends or raises); within a round, the top level's tokens go one per step (at most ``tokens``), each
+    step down the levels frees at least one token or ends (at most ``tokens`` + 1), and joining the band
+    pops an entry per step (at most the heap's entries + 1).
     """
+    rounds_left = tokens + 1
     while tokens > 0:
+        if rounds_left == 0:
+            raise RuntimeError(
+                "internal error: kernel _evict of the compiled FIF core exceeded its step limit of tokens + 1 rounds"
+            )
+        rounds_left -= 1
         key, level, v = _peek(ha, hb, size, group, kept, floor, n_nodes)
         if v < 0:
             raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
         width = 0
-        while tokens > 0:
+        for _ in range(tokens):  # each step takes one token: the loop's own bound
             key2, top2, v2 = _peek(ha, hb, size, group, kept, floor, n_nodes)
             if v2 < 0 or key2 != key or top2 != level:
                 break
@@ -112,7 +137,9 @@ def _evict(tokens, ha, hb, size, group, kept, floor, band, n_nodes):
             tokens -= 1
             band[width] = v2
             width += 1
-        while tokens > 0:  # the level is cleared: every band member is at level - 1
+        for _ in range(tokens + 1):  # the level is cleared: every band member is at level - 1
+            if tokens <= 0:
+                break
             level -= 1
             alive = 0
             highest_floor = 0
@@ -125,7 +152,7 @@ def _evict(tokens, ha, hb, size, group, kept, floor, band, n_nodes):
                 else:
                     group[u] = -1
             width = alive
-            while True:
+            for _ in range(size[0] + 1):  # every step pops an entry, or ends
                 key2, top2, v2 = _peek(ha, hb, size, group, kept, floor, n_nodes)
                 if v2 < 0 or key2 != key or top2 != level:
                     break
@@ -133,6 +160,11 @@ def _evict(tokens, ha, hb, size, group, kept, floor, band, n_nodes):
                 band[width] = v2
                 width += 1
                 highest_floor = max(highest_floor, floor[v2])
+            else:
+                raise RuntimeError(
+                    "internal error: kernel _evict of the compiled FIF core exceeded its step limit of "
+                    "heap entries + 1 steps (band)"
+                )
             if width == 0:
                 break
             lowest = max(top2 if v2 >= 0 and key2 == key else 0, highest_floor)
@@ -145,6 +177,11 @@ def _evict(tokens, ha, hb, size, group, kept, floor, band, n_nodes):
             level -= steps - 1  # the loop's head takes the last step down
             if tokens == 0:
                 break
+        else:
+            raise RuntimeError(
+                "internal error: kernel _evict of the compiled FIF core exceeded its step limit of "
+                "tokens + 1 steps (levels)"
+            )
         for i in range(width):  # the band's members go back, at their new tops
             u = band[i]
             if kept[u] > 0:
@@ -180,7 +217,14 @@ def fif_run(parent, depth, ends, budget, batch, width):
         for j in range(t * batch, min(t * batch + batch, n)):
             h = 0
             v = ends[j]
+            rounds_left = n_nodes  # a root path: at most (trie nodes - 1) nodes below the root
             while v != 0:
+                if rounds_left == 0:
+                    raise RuntimeError(
+                        "internal error: kernel fif_run of the compiled FIF core exceeded its step limit of "
+                        "one step per trie node"
+                    )
+                rounds_left -= 1
                 h += kept[v]
                 v = parent[v]
             hits[j] = h

@@ -35,7 +35,7 @@ from kvtheory.model.trie import PrefixTrie
 from kvtheory.model.workload import Workload
 from kvtheory.optimum.water_level import WaterLevel
 from kvtheory.policies.base import EvictionPolicy
-from kvtheory.policies.compiled import core_pays_off
+from kvtheory.policies.dispatch import check_backend, long_enough
 from kvtheory.simulate import RunResult, drive, result_of
 
 
@@ -130,19 +130,19 @@ class FurthestInFuture(EvictionPolicy):
         raise AssertionError(f"evicting {tokens} more tokens did not end within its bound on the rounds")
 
 
-def run_fif(workload: Workload, budget: int, *, batch: int = 1) -> RunResult:
+def run_fif(workload: Workload, budget: int, *, batch: int = 1, backend: str = "auto") -> RunResult:
     """FIF on one worker: the exact optimum at batch size 1, an upper bound on it at beta >= 2
-    (:func:`kvtheory.optimum.exact.solve_optimum` is exact at every batch size). The compiled core
-    :mod:`kvtheory.optimum.compiled_fif` serves the run when it pays off (a run of 100,000 queries or more,
-    or numba loaded already: :func:`~kvtheory.policies.compiled.core_pays_off`), else
-    :class:`FurthestInFuture`, the rule it reproduces hit for hit (tests/test_compiled_fif.py).
+    (:func:`kvtheory.optimum.exact.solve_optimum` is exact at every batch size). ``backend``
+    (:mod:`kvtheory.policies.dispatch`): ``"compiled"`` is the core :mod:`kvtheory.optimum.compiled_fif`,
+    ``"python"`` is :class:`FurthestInFuture`, the rule it reproduces hit for hit (tests/test_compiled_fif.py),
+    and ``"auto"`` the core from 100,000 queries on.
 
     >>> w = Workload.from_token_lists([[1], [2], [3], [1], [2], [3]])
     >>> run_fif(w, 2).misses   # Belady: 3 compulsory misses, then one miss per two requests
     4
     """
     validate(workload, budget, batch)
-    if not core_pays_off(len(workload)):
+    if check_backend(backend) == "python" or (backend == "auto" and not long_enough(len(workload))):
         fif = FurthestInFuture(workload.trie, budget, batches(len(workload), batch))
         return drive(workload, budget, fif, "fif", batch, None)
     from kvtheory.optimum.compiled_fif import run_compiled_fif  # numba, imported by the runs that use it

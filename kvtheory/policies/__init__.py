@@ -25,6 +25,7 @@ from kvtheory.policies.lru import LeafLRU  # noqa: E402
 from kvtheory.policies.random_leaf import RandomLeaf  # noqa: E402
 from kvtheory.policies.rlt import RandomizedLeafToken  # noqa: E402
 from kvtheory.policies.rlt_authors import AuthorsRLT  # noqa: E402
+from kvtheory.policies.rules import LeafView, PriorityRule, SamplerRule  # noqa: E402
 from kvtheory.policies.token_lru import TokenLRU  # noqa: E402
 
 __all__ = [
@@ -33,9 +34,12 @@ __all__ = [
     "FifoLeaf",
     "LeafLFU",
     "LeafLRU",
+    "LeafView",
     "ONLINE_POLICIES",
+    "PriorityRule",
     "RandomLeaf",
     "RandomizedLeafToken",
+    "SamplerRule",
     "TokenLRU",
     "policy_class",
     "register_policy",

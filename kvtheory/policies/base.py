@@ -10,6 +10,7 @@ import numpy as np
 
 from kvtheory.errors import InputError
 from kvtheory.model.trie import PrefixTrie
+from kvtheory.policies.dispatch import policy_object
 
 
 class EvictionPolicy(ABC):
@@ -30,6 +31,12 @@ class EvictionPolicy(ABC):
 
     name: ClassVar[str]
     randomized: ClassVar[bool] = False
+    #: backend "auto" runs the compiled core from this many tokens in all, besides its query threshold
+    #: (:mod:`kvtheory.policies.dispatch`); None: the query threshold alone
+    compiled_min_tokens: ClassVar[int | None] = None
+    #: evicts a whole radix leaf node at a time (L-LRU), rather than a token: the engine's demand-paging check
+    #: then allows the last node to free more than was due (:mod:`kvtheory.policies.ledger`)
+    whole_node: ClassVar[bool] = False
 
     def __init__(
         self, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
@@ -43,12 +50,26 @@ class EvictionPolicy(ABC):
 
     @classmethod
     def create(
-        cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
+        cls,
+        trie: PrefixTrie,
+        budget: int,
+        *,
+        seed: int | None = None,
+        evict_amount: str = "shortfall",
+        backend: str = "auto",
     ) -> EvictionPolicy:
-        """The fastest exact implementation of this policy as an object served batch by batch (the cluster
-        simulation's workers): a compiled core's where the family has one for this trie, else ``cls`` itself.
-        Both give the same hits, batch for batch, from the same seed."""
-        return cls.instantiate(trie, budget, seed=seed, evict_amount=evict_amount)
+        """A fresh object of this policy served batch by batch (the cluster simulation's workers), from the
+        engine ``backend`` chooses (:mod:`kvtheory.policies.dispatch`): the compiled core's object, or ``cls``
+        itself. Both give the same hits, batch for batch, from the same seed."""
+        return policy_object(cls, trie, budget, seed=seed, evict_amount=evict_amount, backend=backend)
+
+    @classmethod
+    def compiled_object(
+        cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
+    ) -> EvictionPolicy | None:
+        """The compiled core of this policy as an object served batch by batch, or None where it has none
+        (a class that changes the rule never inherits its parent's core)."""
+        return None
 
     @classmethod
     def instantiate(
@@ -75,9 +96,8 @@ class EvictionPolicy(ABC):
     def run_compiled(
         cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"
     ):
-        """Every query's hits (an int64 array) from a compiled core for the whole run, or None when the
-        policy has none for this trie and eviction amount; the simulation then calls ``serve`` batch by
-        batch."""
+        """Every query's hits (an int64 array) from this policy's compiled core for the whole run, or None
+        where it has none for this trie and eviction amount."""
         return None
 
     @abstractmethod

@@ -13,7 +13,7 @@ import numpy as np
 
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import EvictionPolicy, kept_of_array
-from kvtheory.policies.compiled import core_pays_off
+from kvtheory.policies.dispatch import CORE_MIN_TOKENS
 
 _MIN_BLOCK = 256
 _SCAN_LIMIT = 64
@@ -90,14 +90,18 @@ class LeafTokenSampler(EdgeCache):
         self._after_batch(on_paths)
         return hits
 
+    #: "auto" runs the compiled core from this many tokens in all (kvtheory.policies.dispatch)
+    compiled_min_tokens = CORE_MIN_TOKENS
+
     @classmethod
-    def create(
+    def compiled_object(
         cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> EvictionPolicy:
-        """The compiled core served batch by batch (:class:`~kvtheory.policies.compiled.sampler.CompiledLeafSampler`)
-        when the class opted in (``compiled_core`` on the class itself), else the class itself."""
+    ) -> EvictionPolicy | None:
+        """The compiled core served batch by batch (:class:`~kvtheory.policies.compiled.sampler.CompiledLeafSampler`),
+        the same draws from the same seed, when the class opted in (``compiled_core`` on the class itself: a
+        subclass that changes the rule does not inherit it); None otherwise."""
         if not cls.__dict__.get("compiled_core", False):
-            return cls.instantiate(trie, budget, seed=seed, evict_amount=evict_amount)
+            return None
         from kvtheory.policies.compiled.sampler import CompiledLeafSampler  # numba, imported by the runs that use it
 
         return CompiledLeafSampler(cls, trie, budget, seed=seed, evict_amount=evict_amount, min_block=_MIN_BLOCK)
@@ -107,19 +111,27 @@ class LeafTokenSampler(EdgeCache):
         cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"
     ) -> np.ndarray | None:
         """Every query's hits from the compiled core (:mod:`kvtheory.policies.compiled.sampler`), the same
-        draws from the same seed, on any trie and for both eviction amounts, when the class opted in
-        (``compiled_core = True`` on the class itself: a subclass that changes the rule does not inherit
-        it) and the core pays off (:func:`~kvtheory.policies.compiled.core_pays_off`, counting the tokens of
-        all queries); None otherwise."""
+        draws from the same seed, on any trie and for both eviction amounts, when the class opted in; None
+        otherwise."""
         if not cls.__dict__.get("compiled_core", False):
-            return None
-        if not core_pays_off(len(trie.end), trie.sequence_tokens):
             return None
         from kvtheory.policies.compiled.sampler import run_sampler
 
         return run_sampler(
             trie, budget, batch, seed, marking=cls.marking, evict_amount=evict_amount, min_block=_MIN_BLOCK
         )
+
+    def eviction_distribution(self, batch: Sequence[int]) -> dict[int, float]:
+        """{edge v: probability} that the first token evicted, were ``batch`` served now and short of room, is
+        edge v's leaf token (its last cached one): uniform over the candidates, the unmarked cached leaves off
+        the batch's paths; with none left and marking, over every cached leaf off them (a new phase). Exact,
+        not a sample; the state is left as it is."""
+        on_paths = {v for j in batch for v in self.trie.path(j)}
+        candidates = [int(v) for v in self._pool[: self._pool_size] if int(v) not in on_paths]
+        if not candidates and self.marking:
+            kept, children = self._kept, self._cached_children
+            candidates = [int(v) for v in np.flatnonzero(kept) if children[v] == 0 and int(v) not in on_paths]
+        return {v: 1.0 / len(candidates) for v in sorted(candidates)}
 
     # -- marks and the candidate pool -------------------------------------------------------------
     def _mark(self, v: int) -> None:

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies import register_policy
 from kvtheory.policies.base import EvictionPolicy, flat_trie_arrays
-from kvtheory.policies.compiled import core_pays_off
 from kvtheory.policies.edge_cache import EdgeCache
 
 
@@ -23,19 +22,13 @@ class LeafLFU(EdgeCache):
     name = "lfu"
 
     @classmethod
-    def _use_core(cls, trie: PrefixTrie) -> bool:
-        """Whether a compiled core serves this class: LeafLFU itself (not a subclass, which may change the
-        rule), when the core pays off (:func:`~kvtheory.policies.compiled.core_pays_off`)."""
-        return cls is LeafLFU and core_pays_off(len(trie.end))
-
-    @classmethod
-    def create(
+    def compiled_object(
         cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> EvictionPolicy:
-        """The compiled core served batch by batch (:class:`~kvtheory.policies.compiled.lfu.CompiledLFU`)
-        where it serves this class (:meth:`_use_core`), else the class itself."""
-        if not cls._use_core(trie):
-            return cls.instantiate(trie, budget, seed=seed, evict_amount=evict_amount)
+    ) -> EvictionPolicy | None:
+        """The compiled core served batch by batch (:class:`~kvtheory.policies.compiled.lfu.CompiledLFU`) for
+        LeafLFU itself (not a subclass, which may change the rule); None otherwise."""
+        if cls is not LeafLFU:
+            return None
         from kvtheory.policies.compiled.lfu import CompiledLFU
 
         return CompiledLFU(cls, trie, budget, seed=seed, evict_amount=evict_amount)
@@ -44,10 +37,10 @@ class LeafLFU(EdgeCache):
     def run_compiled(
         cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"
     ):
-        """Every query's hits from a compiled core where it serves this class (:meth:`_use_core`): the flat
-        core (:mod:`kvtheory.policies.compiled.flat`) on a flat trie with shortfall eviction, else the
-        general one (:mod:`kvtheory.policies.compiled.lfu`); None otherwise."""
-        if not cls._use_core(trie):
+        """Every query's hits from a compiled core for LeafLFU itself: the flat core
+        (:mod:`kvtheory.policies.compiled.flat`) on a flat trie with shortfall eviction, else the general one
+        (:mod:`kvtheory.policies.compiled.lfu`); None for a subclass."""
+        if cls is not LeafLFU:
             return None
         if evict_amount == "shortfall" and flat_trie_arrays(trie) is not None:
             from kvtheory.policies.compiled.flat import run_flat_lfu

@@ -17,7 +17,6 @@ import numpy as np
 
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import EvictionPolicy, flat_trie_arrays, union_misses
-from kvtheory.policies.compiled import core_pays_off
 
 
 class _Node:
@@ -123,21 +122,14 @@ class RadixPolicy(EvictionPolicy):
 
     # -- the policy interface ---------------------------------------------------------------------
     @classmethod
-    def _use_core(cls, trie: PrefixTrie) -> bool:
-        """Whether the compiled core serves this class on ``trie``: only if the class itself opted in
-        (``compiled`` set on the class, not inherited, so that a subclass that changes the rule is never run
-        by it), and the core pays off (:func:`~kvtheory.policies.compiled.core_pays_off`: a long run, or
-        numba loaded already)."""
-        return cls.__dict__.get("compiled", False) and core_pays_off(len(trie.end))
-
-    @classmethod
-    def create(
+    def compiled_object(
         cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> EvictionPolicy:
+    ) -> EvictionPolicy | None:
         """The compiled core served batch by batch (:class:`~kvtheory.policies.compiled.radix.CompiledRadix`)
-        where it serves this class (:meth:`_use_core`), else the class itself."""
-        if not cls._use_core(trie):
-            return cls.instantiate(trie, budget, seed=seed, evict_amount=evict_amount)
+        when the class itself opted in (``compiled`` set on the class, not inherited, so that a subclass that
+        changes the rule is never run by it); None otherwise."""
+        if not cls.__dict__.get("compiled", False):
+            return None
         from kvtheory.policies.compiled.radix import CompiledRadix
 
         return CompiledRadix(cls, trie, budget, seed=seed, evict_amount=evict_amount)
@@ -146,12 +138,11 @@ class RadixPolicy(EvictionPolicy):
     def run_compiled(
         cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"
     ) -> np.ndarray | None:
-        """Every query's hits from a compiled core where it serves this class (:meth:`_use_core`); None
-        otherwise (then the simulation serves this class batch by batch). On a flat trie with shortfall
-        eviction and whole-leaf evictions (``whole_node``, or one-token edges, where a token is a leaf) that
-        is the flat core (:mod:`kvtheory.policies.compiled.flat`, about twice as fast there), else the
-        general one (:mod:`kvtheory.policies.compiled.radix`)."""
-        if not cls._use_core(trie):
+        """Every query's hits from a compiled core when the class itself opted in; None otherwise. On a flat
+        trie with shortfall eviction and whole-leaf evictions (``whole_node``, or one-token edges, where a
+        token is a leaf) that is the flat core (:mod:`kvtheory.policies.compiled.flat`, about twice as fast
+        there), else the general one (:mod:`kvtheory.policies.compiled.radix`)."""
+        if not cls.__dict__.get("compiled", False):
             return None
         arrays = flat_trie_arrays(trie) if evict_amount == "shortfall" else None
         if arrays is not None and (cls.whole_node or int(arrays[1].max(initial=0)) <= 1):

@@ -16,8 +16,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from kvtheory.model.trie import PrefixTrie
-from kvtheory.policies import compiled, register_policy
+from kvtheory.policies import register_policy
 from kvtheory.policies.base import EvictionPolicy, union_misses
+from kvtheory.policies.dispatch import CORE_MIN_DRAWN_TOKENS
 from kvtheory.policies.radix import put_above
 
 
@@ -79,14 +80,18 @@ class AuthorsRLT(EvictionPolicy):
         self.marked_count = 0
         self.phase_starts: Counter[str] = Counter()
 
+    #: "auto" runs the compiled core from this many tokens in all (kvtheory.policies.dispatch): this class
+    #: takes a Python step per evicted token
+    compiled_min_tokens = CORE_MIN_DRAWN_TOKENS
+
     @classmethod
-    def create(
+    def compiled_object(
         cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> EvictionPolicy:
+    ) -> EvictionPolicy | None:
         """The compiled core served batch by batch (:class:`~kvtheory.policies.compiled.authors.CompiledAuthorsRLT`,
-        the same hits and draws from the same seed) when the class opted in, else the class itself."""
+        the same hits and draws from the same seed) when the class opted in; None otherwise."""
         if not cls.__dict__.get("compiled_core", False):
-            return cls.instantiate(trie, budget, seed=seed, evict_amount=evict_amount)
+            return None
         from kvtheory.policies.compiled.authors import CompiledAuthorsRLT  # numba, imported by the runs that use it
 
         return CompiledAuthorsRLT(trie, budget, seed=seed, evict_amount=evict_amount)
@@ -96,12 +101,8 @@ class AuthorsRLT(EvictionPolicy):
         cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"
     ) -> np.ndarray | None:
         """Every query's hits from the compiled core (:mod:`kvtheory.policies.compiled.authors`), on any trie and
-        for both eviction amounts, when the class opted in and the core pays off
-        (:func:`~kvtheory.policies.compiled.core_pays_off`; this class takes a Python step per evicted token,
-        so from :data:`~kvtheory.policies.compiled.CORE_MIN_DRAWN_TOKENS` tokens in all); None otherwise."""
+        for both eviction amounts, when the class opted in; None otherwise."""
         if not cls.__dict__.get("compiled_core", False):
-            return None
-        if not compiled.core_pays_off(len(trie.end), trie.sequence_tokens, min_tokens=compiled.CORE_MIN_DRAWN_TOKENS):
             return None
         from kvtheory.policies.compiled.authors import run_authors
 

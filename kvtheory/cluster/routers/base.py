@@ -15,6 +15,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import ClassVar, Protocol
 
+import numpy as np
+
 from kvtheory.cluster.cluster import Cluster
 from kvtheory.errors import InputError
 from kvtheory.model.workload import Workload
@@ -95,15 +97,27 @@ class Router(ABC):
         self.in_flight = [0] * self.m
 
     def dispatch(self, j: int, now: float) -> int:
+        """Route query j arriving at ``now``: :meth:`choose`, checked (:class:`RouterError` unless it is an
+        integer in [0, M); a numpy integer is taken as the int it is), counted in flight and reported to
+        :meth:`routed`. Returns the worker index as a Python int."""
         i = self.choose(j, now)
-        if not 0 <= i < self.m:
-            raise RuntimeError(f"router {self.name} chose worker {i} of {self.m}")
+        if type(i) is not int or not 0 <= i < self.m:  # one type test and one range test on the hot path
+            i = checked_choice(self, j, now, i)
         self.in_flight[i] += 1
         self.routed(j, i, now)
         return i
 
     def complete(self, j: int, i: int, now: float, latency: float, ttft: float) -> None:
-        self.in_flight[i] -= 1
+        """Query j finished on worker i: no longer in flight there; :meth:`finished` is told.
+        :class:`RouterError` if worker i had nothing in flight (the bookkeeping went wrong)."""
+        in_flight = self.in_flight
+        if in_flight[i] <= 0:
+            raise RouterError(
+                f"router {router_name(self)!r}: query {j} finished on worker {i} at t = {float(now)!r} s, but "
+                f"in_flight[{i}] = {in_flight[i]!r}: its in-flight count would go negative (was in_flight "
+                "changed outside dispatch and complete?)"
+            )
+        in_flight[i] -= 1
         self.finished(j, i, now, latency, ttft)
 
     @abstractmethod
@@ -119,6 +133,45 @@ class Router(ABC):
     def state(self) -> dict:
         """Small summary of learned state, for reports."""
         return {}
+
+
+class RouterError(InputError):
+    """A router broke its contract with the cluster: it chose something that is not a worker index in
+    [0, M), or its in-flight bookkeeping went wrong. An :class:`InputError` (a plug-in router is input):
+    the command line prints its one line and exits with status 2."""
+
+
+def router_name(router: Router) -> str:
+    return getattr(router, "name", None) or type(router).__name__
+
+
+def _shown(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def checked_choice(router: Router, j: int, now: float, chosen: object) -> int:
+    """``chosen`` as the worker index it stands for (a numpy integer becomes an int); :class:`RouterError`
+    naming the router, the query, its arrival time, what was returned and why it is wrong otherwise."""
+    m = router.m
+    if isinstance(chosen, bool) or not isinstance(chosen, (int, np.integer)):
+        if chosen is None:
+            kind = "None"
+        elif isinstance(chosen, (bool, np.bool_)):
+            kind = "a bool"
+        else:
+            kind = f"a {type(chosen).__name__}"
+        why = f"it is {kind}, not an integer worker index in [0, {m})"
+    else:
+        i = int(chosen)
+        if 0 <= i < m:
+            return i
+        why = f"not a worker index in [0, {m})"
+    where = router.view.workload.where(j)
+    query = f"query {j}" if where == f"query {j}" else f"query {j} ({where})"
+    raise RouterError(
+        f"router {router_name(router)!r} returned {_shown(chosen)} for {query} arriving at t = {float(now)!r} s: {why}"
+    )
 
 
 def argmin(values) -> int:

@@ -11,7 +11,7 @@ from kvtheory.cluster.routers import register_router, rls
 from kvtheory.cluster.routers.approx_tree import ApproxTrees
 from kvtheory.cluster.routers.base import Router, argmin
 from kvtheory.errors import InputError
-from kvtheory.policies.compiled import core_pays_off
+from kvtheory.policies.dispatch import long_enough
 
 
 @register_router
@@ -44,7 +44,7 @@ class LBGRCalibrated(Router):
     With ``learn=full`` the prediction and the RLS step are the fixed-order arithmetic of
     :mod:`kvtheory.cluster.routers.rls` (every product and sum rounded on its own, sums left to right), so
     the routes do not depend on the machine; they run compiled (:mod:`kvtheory.cluster.routers.compiled.rls`)
-    where a compiled core pays off (:func:`~kvtheory.policies.compiled.core_pays_off`), else as plain Python,
+    where a compiled core pays off (:func:`~kvtheory.policies.dispatch.long_enough`), else as plain Python,
     with the same bits.
     """
 
@@ -93,7 +93,7 @@ class LBGRCalibrated(Router):
         self._weights = [[1.0, 1.0, 1.0, 1.0, 0.0] for _ in range(self.m)]
         self._covariance = [list(self._identity) for _ in range(self.m)]
         self._predict, self._rls_update = rls.predict, rls.rls_update
-        self._compiled = self._learn == "full" and core_pays_off(len(view.lengths))
+        self._compiled = self._learn == "full" and long_enough(len(view.lengths))
         if self._compiled:
             from kvtheory.cluster.routers.compiled import rls as compiled  # numba, loaded when it pays off
 

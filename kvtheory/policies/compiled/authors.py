@@ -98,7 +98,14 @@ def _pull(nodes, x):
 @njit(cache=True)
 def _add_up(nodes, x, delta):
     """Add ``delta`` to the subtree sums of treap node ``x`` and of its ancestors."""
+    rounds_left = nodes.shape[1]  # up the treap: at most one step per node
     while x >= 0:
+        if rounds_left == 0:
+            raise RuntimeError(
+                "internal error: kernel _add_up of the compiled rlt-authors core exceeded its step limit of "
+                "one step per node"
+            )
+        rounds_left -= 1
         nodes[N_SUM, x] += delta
         x = nodes[N_TUP, x]
 
@@ -163,11 +170,25 @@ def _insert_before(nodes, sc, e, h):
         nodes[N_TUP, e] = h
     else:
         u = nodes[N_TL, h]
+        rounds_left = nodes.shape[1]  # down the treap: at most one step per node
         while nodes[N_TR, u] >= 0:
+            if rounds_left == 0:
+                raise RuntimeError(
+                    "internal error: kernel _insert_before of the compiled rlt-authors core exceeded its "
+                    "step limit of one step per node"
+                )
+            rounds_left -= 1
             u = nodes[N_TR, u]
         nodes[N_TR, u] = e
         nodes[N_TUP, e] = u
+    rounds_left = nodes.shape[1]  # each rotation lifts e one level: at most one per node
     while nodes[N_TUP, e] >= 0 and nodes[N_PRIO, e] > nodes[N_PRIO, nodes[N_TUP, e]]:
+        if rounds_left == 0:
+            raise RuntimeError(
+                "internal error: kernel _insert_before of the compiled rlt-authors core exceeded its step "
+                "limit of one step per node"
+            )
+        rounds_left -= 1
         _rotate_up(nodes, sc, e)
 
 
@@ -188,7 +209,14 @@ def _replace(nodes, sc, x, y):
 @njit(cache=True)
 def _delete(nodes, sc, x):
     """Leaf ``x`` leaves the sequence, its weight with it."""
+    rounds_left = nodes.shape[1]  # each rotation sinks x one level: at most one per node
     while nodes[N_TL, x] >= 0 or nodes[N_TR, x] >= 0:
+        if rounds_left == 0:
+            raise RuntimeError(
+                "internal error: kernel _delete of the compiled rlt-authors core exceeded its step limit of "
+                "one step per node"
+            )
+        rounds_left -= 1
         left, right = nodes[N_TL, x], nodes[N_TR, x]
         if right < 0 or (left >= 0 and nodes[N_PRIO, left] > nodes[N_PRIO, right]):
             _rotate_up(nodes, sc, left)
@@ -203,9 +231,13 @@ def _delete(nodes, sc, x):
 
 @njit(cache=True)
 def _candidate(nodes, sc, i):
-    """The i-th candidate (0-based) in collect order."""
+    """The i-th candidate (0-based) in collect order; -1 if the descent outlasts its step limit, one treap
+    level per step and at most one step per node (a corrupt treap: :func:`_slot` raises). Raising here
+    instead costs the eviction about a third of its speed on the paper-size GSP."""
     x = sc[C_TREAP]
-    while True:
+    rounds_left = nodes.shape[1]
+    while rounds_left > 0:
+        rounds_left -= 1
         left = _sum(nodes, nodes[N_TL, x])
         if i < left:
             x = nodes[N_TL, x]
@@ -216,6 +248,7 @@ def _candidate(nodes, sc, i):
                 return x
             i -= 1
         x = nodes[N_TR, x]
+    return -1
 
 
 @njit(cache=True, inline="always")  # called per query: no call overhead
@@ -307,7 +340,14 @@ def _mark(nodes, lists, sc, x):
     _set_mark(nodes, lists, sc, x, True)
     if sc[C_MARKED_COUNT] >= sc[C_BUDGET]:
         _new_phase(nodes, lists, sc, C_P1)
+        rounds_left = nodes.shape[1]  # up a root path: at most one step per node
         while x != 0:
+            if rounds_left == 0:
+                raise RuntimeError(
+                    "internal error: kernel _mark of the compiled rlt-authors core exceeded its step limit "
+                    "of one step per node"
+                )
+            rounds_left -= 1
             if not nodes[N_MARKED, x]:
                 _set_mark(nodes, lists, sc, x, True)
             x = nodes[N_PARENT, x]
@@ -348,7 +388,14 @@ def _descend(tr, state, nodes, lists, sc, path, plen, mark_walked):
     matched whole is marked on the way."""
     length = tr[T_DEPTH, path[plen - 1]]
     node, matched, i = 0, 0, 0
+    rounds_left = length + 1  # every step goes at least one token deeper: at most ``length`` steps
     while matched < length:
+        if rounds_left == 0:
+            raise RuntimeError(
+                "internal error: kernel _descend of the compiled rlt-authors core exceeded its step limit of "
+                "the path's length + 1 steps"
+            )
+        rounds_left -= 1
         i, child, at = walk_step(tr, state, nodes, path, plen, node, matched, i)
         if child < 0:
             break
@@ -364,10 +411,16 @@ def _descend(tr, state, nodes, lists, sc, path, plen, mark_walked):
 def _mark_path(nodes, lists, sc, node):
     """Mark the nodes of ``node``'s root path from the top down, as insert marks the nodes it matches whole."""
     n = 0
-    while node != 0:
+    limit = nodes.shape[1]  # up a root path: at most one step per node
+    while node != 0 and n < limit:
         lists[L_CHAIN, n] = node
         n += 1
         node = nodes[N_PARENT, node]
+    if node != 0:
+        raise RuntimeError(
+            "internal error: kernel _mark_path of the compiled rlt-authors core exceeded its step limit "
+            "of one step per node"
+        )
     for i in range(n - 1, -1, -1):
         _mark(nodes, lists, sc, lists[L_CHAIN, i])
 
@@ -389,7 +442,14 @@ def _add_leaf(tr, state, nodes, lists, sc, path, plen, node, matched):
     if matched < tr[T_DEPTH, end]:
         leaf = _new_node(nodes, lists, sc)
         first = node  # the first leaf of node's subtree in collect order: down the last children
+        rounds_left = nodes.shape[1]  # at most one step per node
         while nodes[N_CHILDREN, first] > 0:
+            if rounds_left == 0:
+                raise RuntimeError(
+                    "internal error: kernel _add_leaf of the compiled rlt-authors core exceeded its step "
+                    "limit of one step per node"
+                )
+            rounds_left -= 1
             first = nodes[N_TAIL, first]
         attach_leaf(tr, state, nodes, leaf, node, matched, end, first_key(tr, path, matched))
         _append_child(nodes, node, leaf)
@@ -409,7 +469,13 @@ def _slot(lists, sc, nodes, i):
     """Entry i of the eviction's candidate list: its overlay, else the i-th candidate as collected."""
     if lists[L_SLOT_SET, i] == sc[C_EVICTION]:
         return lists[L_SLOT, i]
-    return _candidate(nodes, sc, i)
+    x = _candidate(nodes, sc, i)
+    if x < 0:
+        raise RuntimeError(
+            "internal error: kernel _candidate of the compiled rlt-authors core exceeded its step limit of "
+            "one step per node"
+        )
+    return x
 
 
 @njit(cache=True)
@@ -421,7 +487,8 @@ def _set_slot(lists, sc, i, x):
 @njit(cache=True)
 def _evict(tr, state, nodes, lists, sc, tokens, next_uint32, rng_state):
     """``evict(k)`` with k = ``tokens``: rules R1 and R2, then k uniform draws over the candidate list, one
-    token each (see the module docstring); return the tokens freed."""
+    token each (see the module docstring); return the tokens freed. Each draw frees one token: at most
+    ``tokens`` draws."""
     if tokens + sc[C_MARKED_COUNT] >= sc[C_BUDGET]:
         _new_phase(nodes, lists, sc, C_R1)
     count = _sum(nodes, sc[C_TREAP])
@@ -432,7 +499,7 @@ def _evict(tr, state, nodes, lists, sc, tokens, next_uint32, rng_state):
     eviction = sc[C_EVICTION]
     clock = sc[C_CLOCK]
     freed, n_drawn = 0, 0
-    while count > 0 and freed < tokens:
+    while count > 0 and freed < tokens:  # each draw frees a token: at most ``tokens`` draws
         index = 0 if count == 1 else bounded_draw(next_uint32, rng_state, count)
         leaf = _slot(lists, sc, nodes, index)
         _set_slot(lists, sc, index, _slot(lists, sc, nodes, count - 1))
@@ -465,7 +532,14 @@ def _evict(tr, state, nodes, lists, sc, tokens, next_uint32, rng_state):
         nodes[N_COUNTED, x] = 0
         if nodes[N_IN, x]:
             a = nodes[N_PARENT, x]
+            rounds_left = nodes.shape[1]  # up a root path (the root is alive): at most one step per node
             while not nodes[N_ALIVE, a]:
+                if rounds_left == 0:
+                    raise RuntimeError(
+                        "internal error: kernel _evict of the compiled rlt-authors core exceeded its step "
+                        "limit of one step per node"
+                    )
+                rounds_left -= 1
                 a = nodes[N_PARENT, a]
             if a != 0 and nodes[N_CHILDREN, a] == 0 and not nodes[N_IN, a]:
                 _refresh(nodes, sc, x)  # weight 0
@@ -520,7 +594,14 @@ def authors_serve(tr, state, nodes, lists, sc, path, ends, batch, hits, next_uin
             hits[q] = matched
             starts[q - start] = node
             x = node
+            rounds_left = nodes.shape[1]  # up a root path: at most one step per node
             while x != 0 and nodes[N_LOCK, x] != clock:
+                if rounds_left == 0:
+                    raise RuntimeError(
+                        "internal error: kernel authors_serve of the compiled rlt-authors core exceeded its "
+                        "step limit of one step per node"
+                    )
+                rounds_left -= 1
                 nodes[N_LOCK, x] = clock
                 x = nodes[N_PARENT, x]
             for i in range(plen):

@@ -21,6 +21,9 @@ from numba import njit
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import flat_trie_arrays
 
+#: the step limit of one heap push or pop: a heap of fewer than 2**63 entries has at most 63 levels below its top
+HEAP_LEVELS = 64
+
 
 # -- a binary min-heap of (a, b) int64 pairs, in two arrays plus a size cell ----------------------------
 @njit(cache=True)
@@ -34,7 +37,13 @@ def heap_push(ha, hb, size, a, b):
     size[0] += 1
     ha[i] = a
     hb[i] = b
+    rounds_left = HEAP_LEVELS  # i < 2**63 more than halves per level: 0 after at most 63
     while i > 0:
+        if rounds_left == 0:
+            raise RuntimeError(
+                "internal error: kernel heap_push of the compiled heap exceeded its step limit of 64 levels"
+            )
+        rounds_left -= 1
         up = (i - 1) // 2
         if heap_less(ha, hb, i, up):
             ha[i], ha[up] = ha[up], ha[i]
@@ -51,7 +60,13 @@ def heap_pop(ha, hb, size):
     ha[0] = ha[n]
     hb[0] = hb[n]
     i = 0
+    rounds_left = HEAP_LEVELS  # i + 1 at least doubles per level and stays <= n < 2**63: at most 63
     while True:
+        if rounds_left == 0:
+            raise RuntimeError(
+                "internal error: kernel heap_pop of the compiled heap exceeded its step limit of 64 levels"
+            )
+        rounds_left -= 1
         left = 2 * i + 1
         if left >= n:
             break
@@ -108,7 +123,15 @@ def flat_radix_run(ends, edge_len, budget, batch, refresh):
                 missing += edge_len[v]
         overflow = cached_tokens + missing - budget
         n_aside = 0
+        # every round pops an entry and nothing is pushed: at most (entries + 1) rounds, the last one ending
+        rounds_left = size[0] + 1
         while overflow > 0:
+            if rounds_left == 0:
+                raise RuntimeError(
+                    "internal error: kernel flat_radix_run of the compiled flat core exceeded its step limit of "
+                    "heap entries + 1 rounds"
+                )
+            rounds_left -= 1
             if size[0] == 0:
                 raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
             s, c = ha[0], hb[0]
@@ -196,7 +219,15 @@ def flat_lfu_run(ends, edge_len, budget, batch):
                 missing += edge_len[v] - kept[v]
         tokens = cached_tokens + missing - budget
         n_aside = 0
+        # every round pops an entry or frees the last tokens, and nothing is pushed: at most entries + 1 rounds
+        rounds_left = size[0] + 1
         while tokens > 0:
+            if rounds_left == 0:
+                raise RuntimeError(
+                    "internal error: kernel flat_lfu_run of the compiled flat core exceeded its step limit of "
+                    "heap entries + 1 rounds"
+                )
+            rounds_left -= 1
             if size[0] == 0:
                 raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
             a, b = ha[0], hb[0]

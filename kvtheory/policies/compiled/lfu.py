@@ -36,13 +36,23 @@ def _push(state, hp, sc, v):
 @njit(cache=True)
 def _evict(parent, state, hp, sc, tokens, need):
     """Take tokens from the tail of the top valid leaf edge off the batch's paths until ``tokens`` are
-    freed; with nothing left to evict, stop if ``need`` tokens are free, else raise."""
+    freed; with nothing left to evict, stop if ``need`` tokens are free, else raise.
+
+    Each round pops an entry or frees the last tokens, and an entry is pushed only for a parent whose last
+    child was emptied (at least one token freed): at most heap entries + tokens + 1 rounds."""
     n = state.shape[1]
     step = sc[C_STEP]
     aside = np.empty((2, 16), dtype=np.int64)
     n_aside = 0
     freed = 0
+    rounds_left = sc[C_HEAP] + tokens + 1
     while tokens > 0:
+        if rounds_left == 0:
+            raise RuntimeError(
+                "internal error: kernel _evict of the compiled LFU core exceeded its step limit of heap entries + "
+                "tokens + 1 rounds"
+            )
+        rounds_left -= 1
         if sc[C_HEAP] == 0:
             if freed >= need:
                 break
@@ -93,6 +103,7 @@ def lfu_serve(parent, edge_len, state, hp, sc, touched, ends, batch, hits):
     filled, every path edge's count grows by one per query and its last request becomes this step, and the
     batch's edges without cached children are pushed."""
     n = ends.size
+    n_nodes = parent.size  # a root path has at most (n_nodes - 1) nodes below the root: the walks' limit
     for start in range(0, n, batch):
         stop = min(start + batch, n)
         sc[C_STEP] += 1
@@ -102,7 +113,14 @@ def lfu_serve(parent, edge_len, state, hp, sc, touched, ends, batch, hits):
         for q in range(start, stop):
             cached = 0
             v = ends[q]
+            rounds_left = n_nodes
             while v != 0:
+                if rounds_left == 0:
+                    raise RuntimeError(
+                        "internal error: kernel lfu_serve of the compiled LFU core exceeded its step limit of one step "
+                        "per trie node"
+                    )
+                rounds_left -= 1
                 cached += state[S_KEPT, v]
                 if state[S_ON, v] != step:
                     state[S_ON, v] = step
@@ -123,7 +141,14 @@ def lfu_serve(parent, edge_len, state, hp, sc, touched, ends, batch, hits):
                 state[S_KEPT, v] = edge_len[v]
         for q in range(start, stop):
             v = ends[q]
+            rounds_left = n_nodes
             while v != 0:
+                if rounds_left == 0:
+                    raise RuntimeError(
+                        "internal error: kernel lfu_serve of the compiled LFU core exceeded its step limit of one step "
+                        "per trie node"
+                    )
+                rounds_left -= 1
                 state[S_COUNT, v] += 1
                 state[S_LAST, v] = step
                 v = parent[v]
@@ -142,7 +167,15 @@ def lfu_serve(parent, edge_len, state, hp, sc, touched, ends, batch, hits):
 def _cached_prefix(parent, state, end):
     total = 0
     v = end
+    rounds_left = parent.size  # a root path: at most (trie nodes - 1) nodes below the root
     while v != 0:
+        if rounds_left == 0:
+            raise RuntimeError(
+                "internal error: kernel _cached_prefix of the compiled LFU core exceeded its "
+                "step limit of one step per "
+                "trie node"
+            )
+        rounds_left -= 1
         total += state[S_KEPT, v]
         v = parent[v]
     return total

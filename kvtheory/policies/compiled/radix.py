@@ -56,7 +56,14 @@ def load_path(tr, end, path):
     """Write the trie nodes from the root's child down to ``end`` into ``path``; return their number."""
     n = 0
     v = end
+    rounds_left = tr.shape[1]  # a root path: at most (trie nodes - 1) nodes below the root
     while v != 0:
+        if rounds_left == 0:
+            raise RuntimeError(
+                "internal error: kernel load_path of the compiled radix core exceeded its step limit of one step per "
+                "trie node"
+            )
+        rounds_left -= 1
         path[n] = v
         n += 1
         v = tr[T_PARENT, v]
@@ -87,7 +94,14 @@ def _push(nodes, hp, sc, c):
 def uncache(tr, state, bottom, lo):
     """Token nodes deeper than ``lo`` on the root path of ``bottom`` (all of one leaf's) leave the cache."""
     u = bottom
+    rounds_left = tr.shape[1]  # up a root path: at most (trie nodes - 1) nodes below the root
     while u != 0 and tr[T_DEPTH, u] > lo:
+        if rounds_left == 0:
+            raise RuntimeError(
+                "internal error: kernel uncache of the compiled radix core exceeded its step limit of one step per "
+                "trie node"
+            )
+        rounds_left -= 1
         above = tr[T_DEPTH, tr[T_PARENT, u]]
         state[S_KEPT, u] = max(lo - above, 0)
         if above >= lo:
@@ -112,11 +126,25 @@ def split_node(tr, state, nodes, c, at, h):
     if d0 != tr[T_DEPTH, tr[T_PARENT, key]]:
         nodes[N_MID, p] = h
     u = at
+    rounds_left = tr.shape[1]  # both walks go up a root path: at most (trie nodes - 1) steps each
     while u != 0 and tr[T_DEPTH, tr[T_PARENT, u]] >= d0:
+        if rounds_left == 0:
+            raise RuntimeError(
+                "internal error: kernel split_node of the compiled radix core exceeded its step limit of one step per "
+                "trie node"
+            )
+        rounds_left -= 1
         state[S_FIRST, u] = h
         u = tr[T_PARENT, u]
     tail_key = nodes[N_BOTTOM, c]
+    rounds_left = tr.shape[1]
     while tr[T_PARENT, tail_key] != at:
+        if rounds_left == 0:
+            raise RuntimeError(
+                "internal error: kernel split_node of the compiled radix core exceeded its step limit of one step per "
+                "trie node"
+            )
+        rounds_left -= 1
         tail_key = tr[T_PARENT, tail_key]
     nodes[N_PARENT, c] = h
     nodes[N_KEY, c] = tail_key
@@ -143,14 +171,22 @@ def walk_step(tr, state, nodes, path, plen, node, matched, i):
     prefix ends at ``node``, the trie node where the prefix ends strictly inside that child or -1 if the
     child is matched whole)."""
     end = path[plen - 1]
-    while tr[T_DEPTH, path[i]] <= matched:
-        i += 1
+    for k in range(i, plen):  # the path's end lies deeper than ``matched``: found before ``plen``
+        if tr[T_DEPTH, path[k]] > matched:
+            i = k
+            break
+    else:
+        raise RuntimeError(
+            "internal error: kernel walk_step of the compiled radix core exceeded its step limit of the path's length"
+        )
     child = _child(tr, state, nodes, node, path[i])
     if child < 0 or _is_ancestor(tr, nodes[N_BOTTOM, child], end):
         return i, child, -1
     j = i
-    while j + 1 < plen and _is_ancestor(tr, path[j + 1], nodes[N_BOTTOM, child]):
-        j += 1
+    for k in range(i + 1, plen):  # bounded by the path itself
+        if not _is_ancestor(tr, path[k], nodes[N_BOTTOM, child]):
+            break
+        j = k
     return i, child, path[j]
 
 
@@ -163,7 +199,14 @@ def _match(tr, state, nodes, hp, sc, path, plen, mutate):
     clock = sc[C_CLOCK]
     length = tr[T_DEPTH, path[plen - 1]]
     node, matched, i = 0, 0, 0
+    rounds_left = length + 1  # every step goes at least one token deeper: at most ``length`` steps
     while matched < length:
+        if rounds_left == 0:
+            raise RuntimeError(
+                "internal error: kernel _match of the compiled radix core exceeded its step limit of the path's "
+                "length + 1 steps"
+            )
+        rounds_left -= 1
         i, child, at = walk_step(tr, state, nodes, path, plen, node, matched, i)
         if child < 0:
             break
@@ -200,7 +243,14 @@ def attach_leaf(tr, state, nodes, c, node, matched, end, key):
     if matched != tr[T_DEPTH, tr[T_PARENT, key]]:
         nodes[N_MID, node] = c
     u = end
+    rounds_left = tr.shape[1]  # up a root path: at most (trie nodes - 1) nodes below the root
     while u != 0 and tr[T_DEPTH, u] > matched:
+        if rounds_left == 0:
+            raise RuntimeError(
+                "internal error: kernel attach_leaf of the compiled radix core exceeded its step limit of one step per "
+                "trie node"
+            )
+        rounds_left -= 1
         state[S_KEPT, u] = tr[T_EDGE, u]
         if tr[T_DEPTH, tr[T_PARENT, u]] >= matched:
             state[S_FIRST, u] = c
@@ -210,10 +260,13 @@ def attach_leaf(tr, state, nodes, c, node, matched, end, key):
 @njit(cache=True)
 def first_key(tr, path, matched):
     """The trie node of ``path`` whose edge holds the token at depth ``matched`` + 1."""
-    i = 0
-    while tr[T_DEPTH, path[i]] <= matched:
-        i += 1
-    return path[i]
+    for i in range(path.size):  # the path's end lies deeper than ``matched``: found within the buffer
+        if tr[T_DEPTH, path[i]] > matched:
+            return path[i]
+    raise RuntimeError(
+        "internal error: kernel first_key of the compiled radix core exceeded its step limit of the path "
+        "buffer's length"
+    )
 
 
 @njit(cache=True)
@@ -248,7 +301,14 @@ def cut_tail(tr, state, nodes, c, d1):
     uncache(tr, state, nodes[N_BOTTOM, c], d1)
     nodes[N_D1, c] = d1
     bottom = nodes[N_BOTTOM, c]
+    rounds_left = tr.shape[1]  # up a root path: at most (trie nodes - 1) steps
     while tr[T_DEPTH, tr[T_PARENT, bottom]] >= d1:
+        if rounds_left == 0:
+            raise RuntimeError(
+                "internal error: kernel cut_tail of the compiled radix core exceeded its step limit of one step per "
+                "trie node"
+            )
+        rounds_left -= 1
         bottom = tr[T_PARENT, bottom]
     nodes[N_BOTTOM, c] = bottom
 
@@ -258,12 +318,23 @@ def _evict(tr, state, nodes, hp, sc, aside, tokens, need):
     """Evict leaves in (stamp, cid) order, off the batch's walked nodes, until ``tokens`` are freed: whole
     nodes, or (token eviction) the tail of the first leaf that holds more than what is left to free. With
     nothing left to evict, stop if ``need`` tokens are free, else raise. Entries of locked nodes are kept
-    in ``aside`` meanwhile (enlarged if needed); return it."""
+    in ``aside`` meanwhile (enlarged if needed); return it.
+
+    Each round pops an entry, or ends: an entry is pushed only for a parent whose last child was evicted
+    (at least one token freed), or for the cut leaf (no token left to free): at most heap entries + tokens
+    + 1 rounds."""
     clock = sc[C_CLOCK]
     whole = sc[C_WHOLE]
     n_aside = 0
     freed = 0
+    rounds_left = sc[C_HEAP] + tokens + 1
     while tokens > 0:
+        if rounds_left == 0:
+            raise RuntimeError(
+                "internal error: kernel _evict of the compiled radix core exceeded its step limit of heap entries + "
+                "tokens + 1 rounds"
+            )
+        rounds_left -= 1
         if sc[C_HEAP] == 0:
             if freed >= need:
                 break
@@ -361,7 +432,15 @@ def radix_serve(tr, state, nodes, hp, sc, path, ends, batch, hits):
 def cached_prefix_of(tr, state, end):
     total = 0
     v = end
+    rounds_left = tr.shape[1]  # a root path: at most (trie nodes - 1) nodes below the root
     while v != 0:
+        if rounds_left == 0:
+            raise RuntimeError(
+                "internal error: kernel cached_prefix_of of the compiled radix core exceeded its "
+                "step limit of one step "
+                "per trie node"
+            )
+        rounds_left -= 1
         total += state[S_KEPT, v]
         v = tr[T_PARENT, v]
     return total

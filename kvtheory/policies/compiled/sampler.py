@@ -28,6 +28,8 @@ from kvtheory.policies.base import EvictionPolicy, kept_of_array
 
 # indices into the int64 ``counters`` array of a sampler's state
 _SIZE, _POOL, _MARKED, _STEP, _PHASES = 0, 1, 2, 3, 4
+#: the step limit of one bounded draw's rejection loop (see :func:`bounded_draw`)
+DRAW_ROUNDS = 256
 
 
 class SamplerState:
@@ -87,7 +89,14 @@ def _path_sum(parent, ends, kept, j):
     """Hits of query j now: the tokens cached on its radix path."""
     h = 0
     v = ends[j]
+    rounds_left = parent.size  # a root path: at most (trie nodes - 1) nodes below the root
     while v != 0:
+        if rounds_left == 0:
+            raise RuntimeError(
+                "internal error: kernel _path_sum of the compiled sampler core exceeded its step limit of one step per "
+                "trie node"
+            )
+        rounds_left -= 1
         h += kept[v]
         v = parent[v]
     return h
@@ -96,13 +105,24 @@ def _path_sum(parent, ends, kept, j):
 @njit(cache=True)
 def bounded_draw(next_uint32, state, m):
     """One draw of numpy's ``Generator.integers(0, m, size=...)`` for 2 <= m < 2**32: Lemire's rejection
-    on the bit generator's 32-bit output, as numpy's ``random_bounded_uint64_fill`` draws each element."""
+    on the bit generator's 32-bit output, as numpy's ``random_bounded_uint64_fill`` draws each element.
+
+    A draw is rejected with probability threshold / 2**32 <= 1/2 (threshold <= min(m - 1, 2**32 - m)), so a
+    working bit source is rejected :data:`DRAW_ROUNDS` times in a row with probability at most 2**-256: a
+    run that reaches the limit has a broken bit source (one stuck at a rejected value)."""
     excl = np.uint64(m)
     product = np.uint64(next_uint32(state)) * excl
     leftover = product & np.uint64(0xFFFFFFFF)
     if leftover < excl:
         threshold = (np.uint64(0xFFFFFFFF) - (excl - np.uint64(1))) % excl
+        rounds_left = DRAW_ROUNDS
         while leftover < threshold:
+            if rounds_left == 0:
+                raise RuntimeError(
+                    "internal error: kernel bounded_draw of the compiled sampler core exceeded its step limit of "
+                    "256 rejected draws"
+                )
+            rounds_left -= 1
             product = np.uint64(next_uint32(state)) * excl
             leftover = product & np.uint64(0xFFFFFFFF)
     return np.int64(product >> np.uint64(32))
@@ -177,7 +197,15 @@ def serve_batch(
         j = queries[i]
         h = 0
         v = ends[j]
+        rounds_left = n_nodes  # a root path: at most (trie nodes - 1) nodes below the root
         while v != 0:
+            if rounds_left == 0:
+                raise RuntimeError(
+                    "internal error: kernel serve_batch of the compiled sampler core exceeded its "
+                    "step limit of one step "
+                    "per trie node"
+                )
+            rounds_left -= 1
             h += kept[v]
             if seen[v] != step:
                 seen[v] = step
@@ -201,7 +229,16 @@ def serve_batch(
     if overflow > 0:
         tokens = missing if allocation else overflow
         freed = 0
+        # each round frees at least one token (a block takes at least one draw), starts a phase that unmarks
+        # at least one edge, or ends: at most tokens + marked edges + 1 rounds
+        rounds_left = tokens + counters[_MARKED] + 1
         while tokens > 0:
+            if rounds_left == 0:
+                raise RuntimeError(
+                    "internal error: kernel serve_batch of the compiled sampler core exceeded its step limit of tokens "
+                    "+ marked edges + 1 rounds"
+                )
+            rounds_left -= 1
             if pool_size[0] == 0:
                 if marking and _new_phase(
                     step, kept, children, marked, listed, marked_list, pool, slot, seen, counters
@@ -220,7 +257,7 @@ def serve_batch(
                         break
                 block = min(tokens, max(2 * m * smallest, min_block))
             taken, n_touched, emptied = 0, 0, -1
-            while taken < block:
+            while taken < block:  # a draw per round: at most ``block`` rounds
                 taken += 1
                 v = pool[0] if m == 1 else pool[bounded_draw(next_uint32, rng_state, m)]
                 if drawn[v] == 0:

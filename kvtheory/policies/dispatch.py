@@ -1,0 +1,82 @@
+"""The one place that chooses how a policy is run: its per-edge Python engine or its compiled core.
+
+The choice comes from an explicit ``backend`` and the run's size, never from what the process has imported:
+
+- ``"python"``: the per-edge class itself;
+- ``"compiled"``: the compiled core (an InputError if the policy has none for this run);
+- ``"auto"``: the compiled core when the policy has one and the run is long enough to repay loading numba
+  and the core (about 0.55 s of CPU once per process): at least :data:`CORE_MIN_QUERIES` queries, or at
+  least the class's ``compiled_min_tokens`` tokens in all (for policies whose per-edge cost grows with the
+  tokens evicted rather than the queries). Both engines give the same hits from the same seed.
+
+A policy class offers its compiled core through two class methods, both None where it has none:
+``compiled_object`` (an object served batch by batch, for the cluster) and ``run_compiled`` (every query's
+hits in one call).
+"""
+
+from __future__ import annotations
+
+from kvtheory.errors import InputError
+
+BACKENDS = ("auto", "python", "compiled")
+
+#: Runs of at least this many queries load a compiled core under "auto": the per-edge radix classes serve
+#: 4-5 us per query (the core 0.5-0.8 us) on the workloads measured (paper-size gsp, adversaries).
+CORE_MIN_QUERIES = 100_000
+
+#: ... or of at least this many tokens in all, for the samplers (RLT, random-leaf), whose per-edge classes
+#: take a step per block of draws, so that their cost grows with the tokens evicted.
+CORE_MIN_TOKENS = 50_000_000
+
+#: ... or for rlt-authors, whose per-edge class takes a Python step (about 1.7 us) per evicted token, of at
+#: least this many tokens in all (an upper bound on the tokens evicted): about the numba load's cost in draws.
+CORE_MIN_DRAWN_TOKENS = 500_000
+
+
+def check_backend(backend: str) -> str:
+    """``backend`` itself if it is one of :data:`BACKENDS`, else an InputError naming them."""
+    if backend not in BACKENDS:
+        raise InputError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
+    return backend
+
+
+def long_enough(queries: int, tokens: int = 0, min_tokens: int | None = None) -> bool:
+    """Whether a run of ``queries`` queries (``tokens`` tokens in all) repays loading a compiled core:
+    queries >= :data:`CORE_MIN_QUERIES`, or tokens >= ``min_tokens`` where the engine's cost grows with tokens."""
+    return queries >= CORE_MIN_QUERIES or (min_tokens is not None and tokens >= min_tokens)
+
+
+def wants_compiled(cls, trie, backend: str) -> bool:
+    """Whether ``backend`` asks for ``cls``'s compiled core on a run over ``trie``."""
+    if check_backend(backend) != "auto":
+        return backend == "compiled"
+    return long_enough(len(trie.end), trie.sequence_tokens, cls.compiled_min_tokens)
+
+
+def _no_core(cls, evict_amount: str) -> InputError:
+    return InputError(
+        f"policy {cls.name!r} has no compiled engine for this run (eviction amount {evict_amount}); "
+        "use backend 'python' or 'auto'"
+    )
+
+
+def policy_object(cls, trie, budget: int, *, seed=None, evict_amount: str = "shortfall", backend: str = "auto"):
+    """A fresh object of policy ``cls`` served batch by batch, from the engine ``backend`` chooses."""
+    if wants_compiled(cls, trie, backend):
+        made = cls.compiled_object(trie, budget, seed=seed, evict_amount=evict_amount)
+        if made is not None:
+            return made
+        if backend == "compiled":
+            raise _no_core(cls, evict_amount)
+    return cls.instantiate(trie, budget, seed=seed, evict_amount=evict_amount)
+
+
+def compiled_hits(cls, trie, budget: int, batch: int, seed=None, evict_amount: str = "shortfall", backend="auto"):
+    """Every query's hits from ``cls``'s compiled core when ``backend`` chooses it, else None (the run is then
+    served batch by batch by the object :func:`policy_object` makes)."""
+    if not wants_compiled(cls, trie, backend):
+        return None
+    hits = cls.run_compiled(trie, budget, batch, seed, evict_amount)
+    if hits is None and backend == "compiled":
+        raise _no_core(cls, evict_amount)
+    return hits

@@ -1,0 +1,233 @@
+"""``check_policy``: the conformance suite any eviction policy, built in or a user's, can run
+(docs/policies.md §Checking a policy).
+
+Each check takes the policy class and raises AssertionError naming the check, the instance and the broken
+rule; all of them hold for every built-in policy (tests/test_check_policy.py). The model's rules are the
+engine's (:class:`~kvtheory.policies.ledger.CacheLedger`): hits, budget, prefix closure, residency of the
+batch, no prefetch, demand paging.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from kvtheory.errors import InputError
+from kvtheory.model.batches import batches
+from kvtheory.model.workload import Workload
+from kvtheory.policies import ONLINE_POLICIES, EvictionPolicy, policy_class
+from kvtheory.policies.base import EVICT_AMOUNTS
+from kvtheory.policies.ledger import CheckedPolicy, ModelViolation
+from kvtheory.reference import REFERENCE_POLICIES, reference_policy
+from kvtheory.testing.strategies import instances
+
+#: hypothesis examples per check: batches of 1 to 4 over three token ids (shared prefixes, repeats, splits)
+EXAMPLES = 60
+_INSTANCES = st.one_of(
+    instances(max_queries=12, max_length=5, alphabet=3, max_batch=4),
+    instances(max_queries=10, max_length=8, alphabet=2, max_batch=4),
+)
+
+
+def _policy(policy: str | type[EvictionPolicy]) -> type[EvictionPolicy]:
+    if isinstance(policy, str):
+        return policy_class(policy)
+    if not (isinstance(policy, type) and issubclass(policy, EvictionPolicy)):
+        raise TypeError(f"check_policy takes an EvictionPolicy subclass or a registered name, not {policy!r}")
+    return policy
+
+
+def _describe(workload: Workload, budget: int, batch: int, **more) -> str:
+    extra = "".join(f", {key}={value}" for key, value in more.items())
+    return f"workload {workload.token_lists()}, B={budget}, batch={batch}{extra}"
+
+
+def amounts(cls: type[EvictionPolicy]) -> tuple[str, ...]:
+    """The eviction amounts ``cls`` takes: both, or ``shortfall`` alone for a policy written without an
+    ``evict_amount`` argument (:meth:`~kvtheory.policies.EvictionPolicy.instantiate` refuses it the other)."""
+    trie = Workload.from_token_lists([[0]]).trie
+    try:
+        cls.instantiate(trie, 1, seed=0, evict_amount="allocation")
+    except InputError as exc:
+        if "does not take an eviction amount" in str(exc):
+            return ("shortfall",)
+        raise
+    return EVICT_AMOUNTS
+
+
+def backends(cls: type[EvictionPolicy]) -> tuple[str, ...]:
+    """``("python",)``, and ``"compiled"`` too where the policy has a compiled core."""
+    trie = Workload.from_token_lists([[0]]).trie
+    return ("python", "compiled") if cls.compiled_object(trie, 1, seed=0) is not None else ("python",)
+
+
+def _property(check: Callable, examples: int, shrink: bool) -> Callable[[], None]:
+    """``check(instance, seed, choice)`` run on hypothesis's instances, derandomized; a failure is one
+    AssertionError (the first, where hypothesis groups several, as it does for a policy that is not
+    deterministic), on the smallest instance hypothesis finds if ``shrink``, else on the first that fails."""
+    phases = [Phase.explicit, Phase.reuse, Phase.generate, *([Phase.shrink] if shrink else [])]
+    run = settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        phases=phases,
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+    )(given(instance=_INSTANCES, seed=st.integers(0, 2**32 - 1), choice=st.integers(0, 1))(check))
+
+    def property_check() -> None:
+        try:
+            run()
+        except BaseExceptionGroup as group:
+            first = _first_assertion(group)
+            if first is None:
+                raise
+            raise first from None
+
+    return property_check
+
+
+def _first_assertion(error: BaseException) -> AssertionError | None:
+    """The first AssertionError in ``error`` or, for an exception group, in its members, depth first."""
+    if isinstance(error, AssertionError):
+        return error
+    for member in getattr(error, "exceptions", ()):
+        found = _first_assertion(member)
+        if found is not None:
+            return found
+    return None
+
+
+def _served(cls, workload, budget, batch, amount, seed, backend, context: str) -> list[tuple[list[int], dict]]:
+    """(hits, cache) after each batch, served through the engine's books; a violation fails ``context``."""
+    policy = cls.create(workload.trie, budget, seed=seed, evict_amount=amount, backend=backend)
+    checked = CheckedPolicy(policy, cls, budget, amount)
+    steps = []
+    try:
+        for group in batches(len(workload), batch):
+            hits = checked.serve(group)
+            for j in range(len(workload)):
+                peeked = policy.cached_prefix(j)
+                if peeked != checked.cached_prefix(j):
+                    raise AssertionError(
+                        f"{context}: after batch {checked.ledger.batches}, cached_prefix({j}) = {peeked!r}, "
+                        f"the engine counts {checked.cached_prefix(j)}"
+                    )
+            steps.append((hits, checked.kept()))
+    except ModelViolation as exc:
+        raise AssertionError(f"{context}: {exc}") from None
+    return steps
+
+
+def policy_checks(
+    policy: str | type[EvictionPolicy], *, examples: int = EXAMPLES, shrink: bool = True
+) -> Iterator[tuple[str, Callable]]:
+    """(name, check) for each check of ``policy``: a check takes no argument and raises AssertionError (on the
+    smallest failing instance found, unless ``shrink`` is False)."""
+    cls = _policy(policy)
+    taken, engines = amounts(cls), backends(cls)
+
+    def declares_a_name() -> None:
+        assert isinstance(cls.name, str) and cls.name, f"check_policy: {cls.__name__}.name must be a non-empty str"
+        assert isinstance(cls.randomized, bool), f"check_policy({cls.name!r}): randomized must be a bool"
+
+    def refuses_a_budget_below_one() -> None:
+        trie = Workload.from_token_lists([[0]]).trie
+        for budget in (0, -1):
+            try:
+                cls.create(trie, budget, seed=0, backend="python")
+            except ValueError:
+                continue
+            raise AssertionError(f"check_policy({cls.name!r}) refuses_a_budget_below_one: B = {budget} was taken")
+
+    def keeps_the_model(instance, seed, choice) -> None:
+        workload, budget, batch = instance
+        amount, backend = taken[choice % len(taken)], engines[choice % len(engines)]
+        context = f"check_policy({cls.name!r}) keeps_the_model on {_describe(workload, budget, batch)}"
+        _served(cls, workload, budget, batch, amount, seed, backend, f"{context}, {amount}, seed={seed}, {backend}")
+
+    def deterministic_under_a_seed(instance, seed, choice) -> None:
+        workload, budget, batch = instance
+        amount = taken[choice % len(taken)]
+        for backend in engines:
+            context = (
+                f"check_policy({cls.name!r}) deterministic_under_a_seed on "
+                f"{_describe(workload, budget, batch, seed=seed)}, {amount}, {backend}"
+            )
+            first = _served(cls, workload, budget, batch, amount, seed, backend, context)
+            assert first == _served(cls, workload, budget, batch, amount, seed, backend, context), (
+                f"{context}: two runs from one seed differ"
+            )
+
+    def engines_agree(instance, seed, choice) -> None:
+        workload, budget, batch = instance
+        amount = taken[choice % len(taken)]
+        context = (
+            f"check_policy({cls.name!r}) engines_agree on {_describe(workload, budget, batch, seed=seed)}, {amount}"
+        )
+        python = _served(cls, workload, budget, batch, amount, seed, "python", context)
+        compiled = _served(cls, workload, budget, batch, amount, seed, "compiled", context)
+        for number, (slow, fast) in enumerate(zip(python, compiled), start=1):
+            assert slow == fast, f"{context}: after batch {number} the per-edge engine has {slow}, the compiled {fast}"
+
+    def matches_the_reference(instance, seed, choice) -> None:
+        workload, budget, batch = instance
+        amount = taken[choice % len(taken)]
+        if amount != "shortfall":
+            return  # the references evict the model's shortfall
+        context = f"check_policy({cls.name!r}) matches_the_reference on {_describe(workload, budget, batch)}"
+        steps = _served(cls, workload, budget, batch, amount, seed, "python", context)
+        reference = reference_policy(workload, budget, cls.name, batch=batch, seed=seed)
+        for number, (group, (hits, kept)) in enumerate(zip(batches(len(workload), batch), steps), start=1):
+            expected = reference.serve(group)
+            assert hits == expected, f"{context}: batch {number} hits {hits}, the reference's {expected}"
+            cache = reference.kept(workload.trie)
+            assert kept == cache, f"{context}: after batch {number} the cache is {kept}, the reference's {cache}"
+
+    yield "declares_a_name", declares_a_name
+    yield "refuses_a_budget_below_one", refuses_a_budget_below_one
+    yield "keeps_the_model", _property(keeps_the_model, examples, shrink)
+    yield "deterministic_under_a_seed", _property(deterministic_under_a_seed, max(examples // 2, 1), shrink)
+    if len(engines) > 1:
+        yield "engines_agree", _property(engines_agree, examples, shrink)
+    if _has_reference(cls):
+        yield "matches_the_reference", _property(matches_the_reference, examples, shrink)
+
+
+def _has_reference(cls: type[EvictionPolicy]) -> bool:
+    """A deterministic built-in policy with a per-token reference that draws nothing (kvtheory.reference)."""
+    return ONLINE_POLICIES.get(cls.name) is cls and cls.name in REFERENCE_POLICIES and not cls.randomized
+
+
+def check_policy(policy: str | type[EvictionPolicy], *, examples: int = EXAMPLES, shrink: bool = True) -> None:
+    """Run every check of :func:`policy_checks` on ``policy`` (a class or a registered name): None when all
+    hold, else the first failure's AssertionError, naming the check, the instance and the rule broken.
+
+    The checks: a name; B <= 0 refused; the model's rules on hypothesis-generated instances (batches of 1 to 4,
+    each eviction amount the policy takes, each engine it has) with ``cached_prefix`` equal to the engine's
+    count after every batch; determinism under a seed; the per-edge and compiled engines equal batch for
+    batch, where there is a compiled one; and equality with the per-token reference, hit for hit and cache
+    for cache, where kvtheory has one.
+    """
+    for _, check in policy_checks(policy, examples=examples, shrink=shrink):
+        check()
+
+
+def parametrize_with_checks(policies: Iterable[str | type[EvictionPolicy]], *, examples: int = EXAMPLES):
+    """A ``pytest.mark.parametrize`` over (policy, check) for every check of every policy, one test each::
+
+    @parametrize_with_checks(["lru", MyPolicy])
+    def test_policy_conforms(policy, check):
+        check()
+    """
+    import pytest  # the test runner's, needed only by those who parametrize tests with it
+
+    cases = []
+    for policy in policies:
+        name = policy if isinstance(policy, str) else _policy(policy).name
+        for check_name, check in policy_checks(policy, examples=examples):
+            cases.append(pytest.param(name, check, id=f"{name}-{check_name}"))
+    return pytest.mark.parametrize(("policy", "check"), cases)
