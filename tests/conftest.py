@@ -74,6 +74,13 @@ def plugins_unregistered():
 
 #: seconds a test may run past its pytest-timeout limit before :func:`hang_watchdog` ends the run
 WATCHDOG_MARGIN_S = 60
+#: a duplicate of the terminal's stderr, taken before any test runs: while a test runs, pytest's capture
+#: points file descriptor 2 at a temporary file, which a process that the watchdog ends never prints
+_WATCHDOG_STDERR: list[int] = []
+
+
+def pytest_configure(config):
+    _WATCHDOG_STDERR.append(os.dup(sys.__stderr__.fileno()))
 
 
 def _timeout_s(request) -> float:
@@ -107,8 +114,7 @@ def hang_watchdog(request):
     if not limit:
         yield
         return
-    sys.__stderr__.flush()
-    faulthandler.dump_traceback_later(limit + WATCHDOG_MARGIN_S, exit=True, file=sys.__stderr__)
+    faulthandler.dump_traceback_later(limit + WATCHDOG_MARGIN_S, exit=True, file=_WATCHDOG_STDERR[0])
     try:
         yield
     finally:
