@@ -40,7 +40,7 @@ def compiled_objects(trie: PrefixTrie, budget: int, seed: int, amount: str) -> l
             for name in OTHER_FAMILIES
         ),
     ]
-    assert all(isinstance(policy, STRUCTURED) for policy in made)  # numba is loaded: every family has its core
+    assert all(isinstance(policy, STRUCTURED) for policy in made)  # backend "compiled": every family has its core
     return made
 
 
