@@ -232,8 +232,8 @@ def _delete(nodes, sc, x):
 @njit(cache=True)
 def _candidate(nodes, sc, i):
     """The i-th candidate (0-based) in collect order; -1 if the descent outlasts its step limit, one treap
-    level per step and at most one step per node (a corrupt treap: :func:`_slot` raises). Raising here
-    instead costs the eviction about a third of its speed on the paper-size GSP."""
+    level per step and at most one step per node (a corrupt treap: :func:`_slot` raises, outside this
+    descent, which runs twice per drawn token)."""
     x = sc[C_TREAP]
     rounds_left = nodes.shape[1]
     while rounds_left > 0:
