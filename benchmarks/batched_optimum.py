@@ -2,7 +2,7 @@
 
     python benchmarks/batched_optimum.py                 # every cell, both MIP back ends (tens of minutes)
     python benchmarks/batched_optimum.py --quick         # gsp, multiturn and longdoc at beta = 2, 8 and B = D/4
-    python benchmarks/batched_optimum.py --table         # the README's table
+    python benchmarks/batched_optimum.py --table         # the table of docs/performance.md
 
 Workloads: the generators' defaults (the paper's sizes: gsp 128 groups x 32 prompts, multiturn 128
 conversations, longdoc), seed 0. For each batch size beta in {2, 4, 8, 16, 32} and budget B = D/8, D/4,

@@ -4,11 +4,12 @@
     python benchmarks/sweep_throughput.py --cells 60 --workers 2 # a stride sample of 60 cells, for a smoke run
 
 Both sides run the very same cells with empty per-process caches (the pool forks from this process
-after the caches are cleared): the loop calls ``run_cell`` on each cell in order in this process; the
-pool is ``run_cells`` with a ``LocalExecutor`` writing the JSON Lines file as a sweep does. Prints one
-JSON object: cells, wall seconds and cells/s of each, the speed-up, the CPU seconds of each (the pool's
-workers included), whether both gave identical records, and the load average before and after: other
-processes on a shared machine lower the wall-clock figure, not the CPU one.
+after the caches are cleared): the loop calls ``run_cell`` on each cell in order in this process, told
+the size of the sweep as ``run_cells`` tells it; the pool is ``run_cells`` with a ``LocalExecutor``
+writing the JSON Lines file as a sweep does. Prints one JSON object: cells, wall seconds and cells/s of
+each, the speed-up, the CPU seconds of each (the pool's workers included), whether both gave identical
+records, and the load average before and after: other processes on a shared machine lower the wall-clock
+figure, not the CPU one.
 """
 
 from __future__ import annotations
@@ -69,7 +70,9 @@ def main() -> None:
 
     clear_caches()
     start, loop_cpu = time.perf_counter(), time.process_time()
-    loop_lines = sorted(orjson.dumps(run_cell(cell), option=orjson.OPT_SERIALIZE_NUMPY) for cell in cells)
+    loop_lines = sorted(
+        orjson.dumps(run_cell(cell, job_cells=len(cells)), option=orjson.OPT_SERIALIZE_NUMPY) for cell in cells
+    )
     loop_s, loop_cpu = time.perf_counter() - start, time.process_time() - loop_cpu
 
     print(

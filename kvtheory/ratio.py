@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kvtheory.errors import InputError
+from kvtheory.model.batches import slack_fields
 from kvtheory.model.workload import Workload
 from kvtheory.optimum.exact import Optimum, solve_optimum
 from kvtheory.policies import policy_class
@@ -31,13 +32,17 @@ def harmonic(k: int) -> float:
     return math.fsum(1.0 / i for i in range(1, k + 1))
 
 
-def steady_ratio(misses: int, opt_misses: int, compulsory: int) -> float:
-    """(ALG - D) / (OPT - D) with D the compulsory misses (distinct token nodes requested).
+def steady_ratio(misses: float, opt_misses: int, compulsory: int) -> float:
+    """The steady ratio (ALG - D) / (OPT - D), D the compulsory misses: the number of distinct token nodes
+    the workload requests (``workload.trie.distinct_tokens``); 0/0 = 1 (both pay only D) and x/0 = inf.
 
     Every algorithm, the optimum included, misses each distinct token node the first time it is
     requested, so D is an additive constant of both costs; the asymptotic competitive ratio c of
     ALG <= c * OPT + b is the limit of this quantity, and it converges much faster than ALG / OPT
     when D is large compared with OPT's other misses (``yao`` at large k).
+
+    >>> steady_ratio(12, 7, 3)   # LRU's 12 misses on a 3-page cycle of 12 requests, Belady's 7, D = 3
+    2.25
     """
     if opt_misses - compulsory <= 0:
         return 1.0 if misses - compulsory <= 0 else float("inf")
@@ -59,6 +64,13 @@ class RatioReport:
     ``ratios`` divide by the optimum's incumbent ``opt_misses``; when the optimum is not proven
     (``optimum.status`` is not ``optimal``) they are lower ends, and ``to_dict``'s ``ratio_bracket``
     also divides by the proven bound.
+
+    ``compulsory`` is D, the distinct token nodes of the workload (None: unknown, no steady ratio).
+    ``steady_ratios`` are the per-seed :func:`steady_ratio` (ALG_s - D) / (OPT - D); ``to_dict``'s
+    ``steady_ratio`` is (mean_s ALG_s - D) / (OPT - D), which, OPT and D being the same for every seed,
+    is also the mean of the per-seed steady ratios (given, with several seeds, as ``steady_ratio_mean``
+    beside ``steady_ratios``). As ``ratios``, they divide by the incumbent when OPT is not proven.
+    A slack k < 1 is reported as ``k: null`` with a ``k_reason`` (:func:`~kvtheory.model.batches.slack_fields`).
     """
 
     policy: str
@@ -67,6 +79,13 @@ class RatioReport:
     k: int
     optimum: Optimum
     runs: tuple[RunResult, ...]
+    compulsory: int | None = None
+
+    @property
+    def steady_ratios(self) -> list[float]:
+        if self.compulsory is None:
+            return []
+        return [steady_ratio(run.misses, self.opt_misses, self.compulsory) for run in self.runs]
 
     @property
     def opt_misses(self) -> int:
@@ -82,16 +101,18 @@ class RatioReport:
         upper = summarize([ratio_of(run.misses, self.optimum.bound) for run in self.runs])
         misses = summarize([run.misses for run in self.runs])
         worst = max(range(len(ratios)), key=ratios.__getitem__)
-        return {
+        max_length = (self.budget - self.k + 1) // self.batch  # k = B - beta * L_max + 1
+        record = {
             "policy": self.policy,
             "budget": self.budget,
             "batch": self.batch,
-            "k": self.k,
+            **slack_fields(self.budget, max_length, self.batch),
             "evict_amount": self.runs[0].evict_amount,
             "queries": self.runs[0].queries,
             "tokens": self.runs[0].tokens,
             "opt_misses": self.opt_misses,
             "opt_status": self.optimum.status,
+            "opt_solver": self.optimum.solver,  # fif, or mip:cbc / mip:highs where the MIP decided
             "opt_bound": self.optimum.bound,
             "misses_mean": misses.mean,
             "ratio_mean": ratio.mean,
@@ -103,6 +124,15 @@ class RatioReport:
             "worst_seed": self.runs[worst].seed,
             "worst_ratio": ratios[worst],
         }
+        if self.compulsory is not None:
+            record["compulsory_misses"] = self.compulsory
+            record["steady_ratio"] = steady_ratio(misses.mean, self.opt_misses, self.compulsory)
+            if len(self.runs) > 1:
+                steady = self.steady_ratios
+                finite = all(math.isfinite(v) for v in steady)
+                record["steady_ratio_mean"] = math.fsum(steady) / len(steady) if finite else float("inf")
+                record["steady_ratios"] = steady
+        return record
 
 
 def competitive_ratio(
@@ -139,4 +169,4 @@ def competitive_ratio(
     cls = policy_class(policy) if isinstance(policy, str) else policy
     seeds = list(seeds) if cls.randomized else list(seeds)[:1]
     runs = tuple(run_seeds(workload, budget, cls, seeds, batch=batch, evict_amount=evict_amount, backend=backend))
-    return RatioReport(cls.name, budget, batch, runs[0].k, optimum, runs)
+    return RatioReport(cls.name, budget, batch, runs[0].k, optimum, runs, workload.trie.distinct_tokens)

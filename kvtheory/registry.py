@@ -21,11 +21,17 @@ from kvtheory.errors import InputError
 
 
 class Registry(dict):
-    """{name: class}, in registration order."""
+    """{name: class}, in registration order. ``kind`` names one entry in messages, ``plural`` several
+    (default: English's regular plural of ``kind``: "policy" -> "policies", "router" -> "routers").
 
-    def __init__(self, kind: str) -> None:
+    >>> Registry("policy").plural, Registry("router").plural, Registry("index", plural="indices").plural
+    ('policies', 'routers', 'indices')
+    """
+
+    def __init__(self, kind: str, plural: str | None = None) -> None:
         super().__init__()
         self.kind = kind
+        self.plural = plural or _plural(kind)
 
     def register(self, cls: type) -> type:
         """Class decorator: make ``cls`` known under ``cls.name`` (a name may be taken once)."""
@@ -39,4 +45,18 @@ class Registry(dict):
         try:
             return self[name]
         except KeyError:
-            raise InputError(f"unknown {self.kind} {name!r}; known {self.kind}s: {', '.join(self)}") from None
+            raise self.unknown(name) from None
+
+    def unknown(self, name: str, also=()) -> InputError:
+        """The error for a name that is not registered, listing every accepted name: the registered ones,
+        then ``also`` (names the caller accepts besides them, e.g. ``fif`` and ``opt`` beside the policies)."""
+        return InputError(f"unknown {self.kind} {name!r}; known {self.plural}: {', '.join([*self, *also])}")
+
+
+def _plural(noun: str) -> str:
+    """The regular English plural: a consonant + y takes -ies, s/x/z/ch/sh take -es, others -s."""
+    if noun.endswith("y") and noun[-2:-1] not in tuple("aeiou"):
+        return noun[:-1] + "ies"
+    if noun.endswith(("s", "x", "z", "ch", "sh")):
+        return noun + "es"
+    return noun + "s"

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from kvtheory.model.batches import batches, slack, validate
+from kvtheory.model.batches import batches, slack, slack_fields, validate
 from kvtheory.model.workload import Workload
 from kvtheory.policies import EvictionPolicy, policy_class
 from kvtheory.policies.dispatch import compiled_hits
@@ -34,9 +34,17 @@ class RunResult:
     query_hits: np.ndarray = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
+        """The fields as JSON; k is null with a ``k_reason`` when it is < 1
+        (:func:`~kvtheory.model.batches.slack_fields`; L_max = (B - k + 1) / beta, as k = B - beta * L_max + 1)."""
         record = asdict(self)
         del record["query_hits"]
-        return record
+        result = {}
+        for key, value in record.items():
+            if key == "k":
+                result.update(slack_fields(self.budget, (self.budget - self.k + 1) // self.batch, self.batch))
+            else:
+                result[key] = value
+        return result
 
 
 def drive(

@@ -17,7 +17,7 @@ import sympy as sp
 
 from proofs_check.instance import Instance
 
-VERDICTS = ("holds", "VIOLATED", "realised", "NOT REALISED", "equal", "DIFFERS")
+VERDICTS = ("verified", "holds", "VIOLATED", "realised", "NOT REALISED", "equal", "DIFFERS")
 
 
 @dataclass
@@ -40,6 +40,7 @@ class Options:
     use_hypothesis: bool = True
     mip: bool = True  # claim 1: also solve each instance's MIP when kvtheory.optimum.mip is there
     shrink_seconds: float = 5.0  # time to shrink a violation found on a family instance
+    exact_horizon: int | None = None  # exact verification (proofs_check.exact): horizon (None: the method's)
 
     def seed_list(self, count: int | None = None) -> list[int]:
         return list(range(self.seed, self.seed + (self.seeds if count is None else count)))
@@ -103,10 +104,11 @@ class CheckResult:
     seconds: float = 0.0
     dropped: str | None = None
     bound_text: str = ""
+    exact: list | None = None  # exact verification's rows (proofs_check.exact.Row), when it ran
 
     @property
     def ok(self) -> bool:
-        return self.verdict in ("holds", "realised", "equal")
+        return self.verdict in ("verified", "holds", "realised", "equal")
 
     def to_dict(self) -> dict:
         return {
@@ -123,6 +125,7 @@ class CheckResult:
             "command": self.command,
             "notes": self.notes,
             "seconds": round(self.seconds, 2),
+            "exact": None if self.exact is None else [row.to_dict() for row in self.exact],
         }
 
 

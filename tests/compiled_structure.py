@@ -1,5 +1,5 @@
 """Invariants of the compiled radix, rlt-authors, leaf-sampler and LFU cores' own data structures, as their modules'
-docstrings state them, read directly from a policy object's arrays (tests/test_compiled_structure.py
+docstrings state them, read directly from a policy object's arrays (tests/policies/test_compiled_structure.py
 checks them after every batch; tests/conftest.py checks every fresh object before its first query, which
 a broken initial state could send into an endless loop).
 

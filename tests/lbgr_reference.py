@@ -1,5 +1,5 @@
 """The oracle the lbgr-calibrated and lbgr-full routers are compared with route for route
-(tests/test_lbgr_fast_path.py): the routers' arithmetic as it was before their fast path (kvtheory 8f570e8),
+(tests/cluster/test_lbgr_fast_path.py): the routers' arithmetic as it was before their fast path (kvtheory 8f570e8),
 verbatim for ``learn=bias`` and ``learn=none`` (numpy on one-element arrays: single products and sums, rounded alike
 on every machine), and for ``learn=full`` the fixed-order arithmetic of docs/cluster.md §lbgr-full written
 out independently of kvtheory/cluster/routers/rls.py: nested lists, the products and left-to-right sums of

@@ -1,4 +1,4 @@
-"""A seeded uniform sample of mutmut's mutants, per core (docs/mutation-testing.md §Sampled scores of every core).
+"""A seeded uniform sample of mutmut's mutants, per core (reports/mutation-log.md §Sampled scores of every core).
 
     python tests/mutation_sample.py policies=120 optimum=120 > sample.txt   # names, one per line
     mutmut run $(cat sample.txt)

@@ -18,10 +18,40 @@ import sys
 import threading
 from pathlib import Path
 
-from kvtheory.cli import assumptions, check, costmodel, demo, evict, generate, mrc, opt, plot, ratio, route, sweep
+from kvtheory.cli import (
+    assumptions,
+    check,
+    costmodel,
+    demo,
+    evict,
+    game,
+    generate,
+    mrc,
+    opt,
+    plot,
+    ratio,
+    route,
+    sweep,
+    trace_stats,
+)
 from kvtheory.errors import InputError
 
-SUBCOMMANDS = [generate, evict, opt, ratio, mrc, sweep, plot, costmodel, route, check, assumptions, demo]
+SUBCOMMANDS = [
+    generate,
+    evict,
+    opt,
+    ratio,
+    mrc,
+    sweep,
+    plot,
+    costmodel,
+    route,
+    check,
+    assumptions,
+    demo,
+    game,
+    trace_stats,
+]
 
 
 def one_line(text: str) -> str:
@@ -39,18 +69,25 @@ class _OneLineParser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(prog="kvtheory", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"kvtheory {importlib.metadata.version('kvtheory')}")
-    parser.add_argument(
-        "--plugin",
-        action="append",
-        default=[],
-        metavar="FILE|MODULE",
-        help="import a Python file or module first (repeatable): policies, routers or generators it registers "
-        "become known by name, e.g. examples/custom_policy.py",
-    )
+    _add_plugin_option(parser, default=[])
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
     for module in SUBCOMMANDS:
         module.register(commands)
+    for subparser in commands.choices.values():  # --plugin before or after the subcommand
+        _add_plugin_option(subparser, default=argparse.SUPPRESS)
     return parser
+
+
+def _add_plugin_option(parser: argparse.ArgumentParser, *, default) -> None:
+    """``--plugin``, read by :func:`load_plugins` wherever it stands; the parsers only accept it."""
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=default,
+        metavar="FILE|MODULE",
+        help="import a Python file or module first (repeatable): policies, routers or generators it registers "
+        "become known by name, e.g. examples/custom_policy.py; before or after the subcommand",
+    )
 
 
 def _terminated(signum, frame) -> None:

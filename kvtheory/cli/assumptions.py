@@ -32,6 +32,7 @@ def register(commands) -> None:
 
 
 def run(args) -> int:
+    from kvtheory.model.batches import slack_fields
     from proofs_check.assumptions import evaluate_assumptions
     from proofs_check.claims import select
     from proofs_check.instance import Instance
@@ -59,7 +60,7 @@ def run(args) -> int:
             "budget": args.budget,
             "batch": args.batch,
             "workers": args.workers,
-            "k": instance.k,
+            **slack_fields(args.budget, instance.max_length, args.batch),
             "claims": [
                 {
                     "claim": claim.id,
@@ -85,6 +86,6 @@ def run(args) -> int:
 
 def _refuted(claim) -> str:
     """What ``kvtheory check`` finds when the claim, as stated, does not hold."""
-    if claim.expected_verdict in ("holds", "realised", "equal"):
+    if claim.expected_verdict in ("verified", "holds", "realised", "equal"):
         return ""
     return f"  [kvtheory check finds it {claim.expected_verdict}; see docs/claims.md]"

@@ -52,6 +52,14 @@ def register(commands) -> None:
         default=0.10,
         help="lower bounds: realised when the ratio reaches (1 - margin) * bound (default 0.10)",
     )
+    parser.add_argument(
+        "--exact-horizon",
+        type=_exact_horizon,
+        default=None,
+        metavar="H",
+        help="exact verification of upper bounds on small universes: every sequence of up to H queries "
+        "(default: the claim's, 7 to 10; larger H takes longer)",
+    )
     parser.add_argument("--drop", metavar="ASSUMPTION", help="search counterexamples without this assumption")
     parser.add_argument(
         "--out",
@@ -83,6 +91,10 @@ def register(commands) -> None:
     parser.set_defaults(run=run)
 
 
+def _exact_horizon(text: str) -> int:
+    return options._integer(text, 1, 100, "the exact verification's horizon (queries)")
+
+
 def _options(args):
     from proofs_check.results import Options
 
@@ -105,6 +117,7 @@ def _options(args):
         evict_amount=args.evict_amount,
         router=args.router,
         out_dir=Path(args.out),
+        exact_horizon=args.exact_horizon,
     )
 
 
@@ -225,6 +238,7 @@ def run(args) -> int:
                 "level": opts.level,
                 "margin": opts.margin,
                 "evict_amount": opts.evict_amount,
+                "exact_horizon": opts.exact_horizon,
             },
             "changed": changed,
             "interrupted": interrupted,

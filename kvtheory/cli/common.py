@@ -9,7 +9,7 @@ import orjson
 
 from kvtheory.cli import options
 from kvtheory.errors import InputError
-from kvtheory.model.traces import DEFAULT_BLOCK_SIZE, FORMATS, read_workload
+from kvtheory.model.traces import DEFAULT_BLOCK_SIZE, TRACE_FORMATS, format_names, read_workload
 from kvtheory.policies import ONLINE_POLICIES
 from kvtheory.policies.base import EVICT_AMOUNTS
 from kvtheory.policies.dispatch import BACKENDS
@@ -17,23 +17,26 @@ from kvtheory.policies.dispatch import BACKENDS
 
 def add_format_options(parser: argparse.ArgumentParser) -> None:
     """``--format`` and ``--block-size``, which go with every ``--workload`` (docs/formats.md §Trace formats)."""
+    names = format_names()  # the registry's, read when the parser is built: a plug-in's format is a choice
+    block_defaults = ", ".join(f"{name} {cls.block_size}" for name, cls in TRACE_FORMATS.items() if cls.block_size)
     parser.add_argument(
         "--format",
         default="auto",
-        choices=FORMATS,
-        help=f"workload file format: {', '.join(FORMATS)} (default auto: decided from the file)",
+        choices=names,
+        help=f"workload file format: {', '.join(names)} (default auto: decided from the file)",
     )
     parser.add_argument(
         "--block-size",
         type=options.block_size,
-        default=DEFAULT_BLOCK_SIZE,
+        default=None,
         metavar="N",
-        help=f"tokens per hash id of a Mooncake trace (default {DEFAULT_BLOCK_SIZE})",
+        help=f"tokens per hash id of a block trace (default: the format's, {block_defaults}; "
+        f"else {DEFAULT_BLOCK_SIZE})",
     )
 
 
 def load_workload(args):
-    """The workload of ``--workload`` in ``--format`` (with ``--block-size``)."""
+    """The workload of ``--workload`` in ``--format`` (with ``--block-size``, or the format's default)."""
     return read_workload(args.workload, args.format, args.block_size)
 
 
@@ -56,6 +59,12 @@ def reject_unused(args: argparse.Namespace, names, context: str) -> None:
     for name in names:
         if getattr(args, name, None) is not None:
             raise InputError(f"--{name.replace('_', '-')} does not apply {context}")
+
+
+def reject_seeds(cls, seeds: int) -> None:
+    """``--seeds N`` (N > 1) with a deterministic policy, which would run once whatever N: an InputError."""
+    if seeds > 1 and not cls.randomized:
+        raise InputError(f"--seeds {seeds}: {cls.name} is deterministic and runs once; --seeds is for randomized ones")
 
 
 def add_evict_amount_option(parser: argparse.ArgumentParser, *, where: str = "") -> None:

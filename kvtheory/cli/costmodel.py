@@ -1,4 +1,5 @@
-"""``kvtheory costmodel --gpu NAME --model NAME [--mem-fraction F] [--mfu X] [--tp N] --json``."""
+"""``kvtheory costmodel --gpu NAME (--model NAME | --model-config FILE) [--kv-dtype D] [--weight-dtype D]
+[--mem-fraction F] [--mfu X] [--tp N] --json``."""
 
 from __future__ import annotations
 
@@ -17,9 +18,27 @@ from kvtheory.cluster.costmodel import (
 
 
 def add_hardware_options(parser, *, gpu_help: str = "GPU name (see --list)") -> None:
-    """--gpu, --model, --mem-fraction, --mfu, --mbu, --tp, --gpus, --models (shared with ``route``)."""
+    """--gpu, --model, --model-config, --kv-dtype, --weight-dtype, --mem-fraction, --mfu, --mbu, --tp, --gpus,
+    --models (shared with ``route``)."""
     parser.add_argument("--gpu", metavar="NAME", help=gpu_help)
     parser.add_argument("--model", metavar="NAME", help="model name (see kvtheory costmodel --list)")
+    parser.add_argument(
+        "--model-config",
+        metavar="FILE",
+        help="a Hugging Face config.json instead of --model (GQA, MHA, MLA; dense or MoE)",
+    )
+    parser.add_argument(
+        "--kv-dtype",
+        type=options.dtype,
+        metavar="D",
+        help="KV-cache dtype: bf16, fp16, fp32, fp8 (default: the model's)",
+    )
+    parser.add_argument(
+        "--weight-dtype",
+        type=options.dtype,
+        metavar="D",
+        help="weight dtype: bf16, fp16, fp32, fp8 (default: the model's)",
+    )
     parser.add_argument(
         "--mem-fraction",
         type=options.fraction,
@@ -42,6 +61,31 @@ def add_hardware_options(parser, *, gpu_help: str = "GPU name (see --list)") -> 
     )
     parser.add_argument("--gpus", metavar="FILE", help="extra GPU CSV (same columns as kvtheory/data/gpus.csv)")
     parser.add_argument("--models", metavar="FILE", help="extra model CSV (same columns as kvtheory/data/models.csv)")
+
+
+def model_given(args) -> bool:
+    """Whether the command line names a model (--model or --model-config)."""
+    return bool(args.model or getattr(args, "model_config", None))
+
+
+def resolve_model(args):
+    """The ModelSpec of --model NAME (with --models FILE) or --model-config FILE, with --kv-dtype and
+    --weight-dtype applied; InputError for both or neither."""
+    from kvtheory.cluster.model_config import read_model_config, with_dtypes
+    from kvtheory.errors import InputError
+
+    config = getattr(args, "model_config", None)
+    if args.model and config:
+        raise InputError("give --model NAME or --model-config FILE, not both")
+    if config:
+        if args.models:
+            raise InputError("--models (an extra model CSV) goes with --model NAME, not --model-config")
+        spec = read_model_config(config)
+    elif args.model:
+        spec = model(args.model, args.models)
+    else:
+        raise InputError("give --model NAME or --model-config FILE")
+    return with_dtypes(spec, weight_dtype=getattr(args, "weight_dtype", None), kv_dtype=getattr(args, "kv_dtype", None))
 
 
 def register(commands) -> None:
@@ -72,21 +116,31 @@ def run(args) -> int:
         for g in gpus.values():
             print(
                 f"{g.name:<12} {g.peak_bf16_flops / 1e12:8.2f} TFLOP/s bf16  {g.hbm_bytes / 1e9:6.1f} GB  "
-                f"{g.hbm_bandwidth / 1e9:7.0f} GB/s  {g.source}"
+                f"{g.hbm_bandwidth / 1e9:7.0f} GB/s  "
+                + (f"{g.peak_fp8_flops / 1e12:8.2f} TFLOP/s fp8  " if g.peak_fp8_flops else f"{'no fp8':>19}  ")
+                + g.source
             )
         for m in models.values():
+            shape = (
+                f"MLA latent {m.kv_lora_rank}+{m.qk_rope_head_dim}"
+                if m.attention == "mla"
+                else f"{m.kv_heads} KV heads x {m.head_dim}"
+            )
             print(
-                f"{m.name:<14} {m.total_params / 1e9:6.2f}B total {m.active_params / 1e9:6.2f}B active  "
-                f"{m.layers} layers  {m.kv_heads} KV heads x {m.head_dim}  {m.dtype_bytes} B  {m.source}"
+                f"{m.name:<16} {m.total_params / 1e9:7.2f}B total {m.active_params / 1e9:6.2f}B active  "
+                f"{m.layers} layers  {shape}  {m.kv_bytes_per_token:,} KV B/token  {m.source}"
             )
         return 0
-    if not args.gpu or not args.model:
-        raise InputError("costmodel needs --gpu NAME and --model NAME (or --list)")
-    g, m = gpu(args.gpu, args.gpus), model(args.model, args.models)
+    if not args.gpu or not model_given(args):
+        raise InputError("costmodel needs --gpu NAME and --model NAME or --model-config FILE (or --list)")
+    g, m = gpu(args.gpu, args.gpus), resolve_model(args)
     cm = cost_model(g, m, mem_fraction=args.mem_fraction, mfu=args.mfu, mbu=args.mbu, tp=args.tp, context=args.context)
     record = cm.to_dict()
     record["gpu_source"] = g.source
     record["model_source"] = m.source
+    record["attention"] = m.attention
+    record["weight_dtype"] = m.weight_dtype or f"{m.dtype_bytes} bytes"
+    record["kv_dtype"] = m.kv_dtype or f"{m.kv_element_bytes} bytes"
     if not args.json:
         record = {f"{key} ({UNITS[key]})" if key in UNITS else key: value for key, value in record.items()}
     emit(record, args.json)

@@ -7,11 +7,14 @@ from kvtheory.cli import options
 from kvtheory.cli.common import add_evict_amount_option
 from kvtheory.errors import InputError
 from kvtheory.experiments.demo import demo_plot, demo_table, run_demo
+from kvtheory.experiments.plot import figure_format
 
 
 def register(commands) -> None:
     parser = commands.add_parser("demo", help="every policy and the optimum on embedded workloads, with a plot")
-    parser.add_argument("--plot", default="kvtheory-demo.png", metavar="FILE", help="PNG to write")
+    parser.add_argument(
+        "--plot", default="kvtheory-demo.png", metavar="FILE", help="figure to write: FILE.png, .pdf or .svg"
+    )
     parser.add_argument("--seed", type=options.seed, default=0, help="seed of the workloads and the first run")
     parser.add_argument("--seeds", type=options.runs, default=10, metavar="N", help="seeds per randomized policy")
     add_evict_amount_option(parser, where="the online policies: ")
@@ -19,6 +22,7 @@ def register(commands) -> None:
 
 
 def run(args) -> int:
+    figure_format(args.plot)  # before the runs: a file name the figure cannot have fails at once
     results = run_demo(seed=args.seed, seeds=args.seeds, evict_amount=args.evict_amount)
     print("\n\n".join(demo_table(result) for result in results))
     try:

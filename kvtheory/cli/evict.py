@@ -12,6 +12,7 @@ from kvtheory.cli.common import (
     emit,
     load_workload,
     policy_names,
+    reject_seeds,
 )
 from kvtheory.model.batches import validate
 from kvtheory.policies import policy_class
@@ -33,9 +34,10 @@ def register(commands) -> None:
 
 def run(args) -> int:
     cls = policy_class(args.policy)
+    reject_seeds(cls, args.seeds)
     workload = load_workload(args)
     validate(workload, args.budget, args.batch)
-    seeds = range(args.seed, args.seed + (args.seeds if cls.randomized else 1))
+    seeds = range(args.seed, args.seed + args.seeds)
     runs = run_seeds(
         workload,
         args.budget,

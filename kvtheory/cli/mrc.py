@@ -17,7 +17,7 @@ def register(commands) -> None:
     budgets.add_argument("--budgets", metavar="B1,B2,...", help="the budgets B (tokens)")
     budgets.add_argument("--budget-range", metavar="LO:HI:N", help="N budgets from LO to HI, log-spaced")
     parser.add_argument(
-        "--policies", required=True, metavar="P1,P2,...", help="online policies, and fif for OPT (e.g. lru,rlt,fif)"
+        "--policies", required=True, metavar="P1,P2,...", help="online policies, and opt (or fif): OPT (e.g. lru,opt)"
     )
     parser.add_argument("--batch", type=options.batch, default=1, metavar="BETA", help="batch size beta (default 1)")
     parser.add_argument(
@@ -30,7 +30,14 @@ def register(commands) -> None:
         help="at batch >= 2: the limit on each exact solve of OPT",
     )
     add_evict_amount_option(parser, where="the online policies (OPT evicts the shortfall): ")
-    parser.add_argument("--plot", metavar="FIG.png", help="also draw hit rate against budget (log x)")
+    parser.add_argument(
+        "--plot", metavar="FIG.png", help="also draw the curves against the budget (log x): FIG.png, .pdf or .svg"
+    )
+    parser.add_argument(
+        "--y", choices=("miss-ratio", "hit-rate"), help="the plot's y axis: miss-ratio (default) or hit-rate"
+    )
+    parser.add_argument("--gpu", metavar="NAME", help="with --model: the plot's top axis in GiB of KV cache")
+    parser.add_argument("--model", metavar="NAME", help="with --gpu: the model whose KV bytes per token convert")
     parser.add_argument(
         "--executor", default="local", choices=("local", "dask"), help="local (process pool, default) or dask"
     )
@@ -57,11 +64,36 @@ def _budgets(args) -> list[int]:
         raise InputError(f"--budgets expects integers B1,B2,..., got {args.budgets!r}") from None
 
 
+def _plot_options(args) -> dict:
+    """Check the plot's options before any work; the cost model's KV bytes per token for --gpu/--model."""
+    from kvtheory.experiments.plot import figure_format
+
+    given = [flag for flag, value in (("--y", args.y), ("--gpu", args.gpu), ("--model", args.model)) if value]
+    if not args.plot:
+        if given:
+            raise InputError(f"{given[0]} applies to the plot: give --plot FIG.png too")
+        return {}
+    figure_format(args.plot)
+    if bool(args.gpu) != bool(args.model):
+        raise InputError("--gpu and --model go together (the GiB axis needs both)")
+    if not args.gpu:
+        return {}
+    from kvtheory.cluster.costmodel import cost_model_by_name
+
+    cost = cost_model_by_name(args.gpu, args.model)
+    return {
+        "kv_bytes_per_token": cost.kv_bytes_per_token,
+        "hardware": f"{cost.model} on {cost.gpu}",
+        "gpu_budget": cost.budget,
+    }
+
+
 def run(args) -> int:
     from kvtheory.experiments.mrc import miss_ratio_curve, plot_mrc
 
     budgets = _budgets(args)
     policies = list(dict.fromkeys(_names(args.policies, "--policies")))
+    hardware = _plot_options(args)
     workload = load_workload(args)
     result = miss_ratio_curve(
         workload,
@@ -75,7 +107,8 @@ def run(args) -> int:
         evict_amount=args.evict_amount,
     )
     if args.plot:
-        plot_mrc(result, args.plot, title=args.workload)
+        plot_mrc(result, args.plot, y=args.y or "miss-ratio", workload=args.workload, batch=args.batch,
+                 seeds=args.seeds, **hardware)  # fmt: skip
     if args.json:
         emit(result, True)
     else:
@@ -84,4 +117,6 @@ def run(args) -> int:
         for i, budget in enumerate(result["budgets"]):
             rates = "  ".join(f"{result['hit_rate'][name][i]:>{max(width, 8)}.4f}" for name in policies)
             print(f"{budget:>12}  {rates}")
+        for entry in result["infeasible"]:  # left out of the curve, with the reason
+            print(f"{entry['budget']:>12}  infeasible: {entry['reason']}")
     return 0

@@ -126,3 +126,14 @@ def output_file(text: str) -> str:
     if os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"{text[:200]} is a directory; expected a file name")
     return text
+
+
+def dtype(text: str) -> str:
+    """A weight or KV-cache dtype: bf16, fp16, fp32 or fp8 (or a torch name of one: bfloat16, float8_e4m3fn)."""
+    from kvtheory.cluster.model_config import dtype_name
+    from kvtheory.errors import InputError
+
+    try:
+        return dtype_name(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

@@ -9,7 +9,7 @@ from kvtheory.cli.common import parse_params
 def register(commands) -> None:
     parser = commands.add_parser(
         "plot",
-        help="plot sweep results: ratio against k (or B) per policy, with k, 2*H_k and H_k drawn in",
+        help="plot sweep results: ratio against k (or B) per policy, with k, 2*H_k, H_k and the claims' bounds",
     )
     parser.add_argument("results", metavar="RESULTS", help="JSON Lines written by kvtheory sweep")
     parser.add_argument(
@@ -35,6 +35,45 @@ def register(commands) -> None:
     parser.set_defaults(run=run)
 
 
+def claim_curves() -> list:
+    """The bounds the claims state that the figure does not draw already (k, H_k, 2 H_k are on every panel),
+    as curves on the panels of the family that realises them: e.g. claim 4's k (B + 1) / (k + 1) for ``lru``
+    on ``imbalanced``. The claims registry is a layer above the experiments, so it is read here, and
+    each bound is evaluated exactly per record (B, beta, k, L_max = (B - k + 1) / beta, n, OPT)."""
+    from kvtheory.experiments.plot import BoundCurve
+    from proofs_check.claims import all_claims
+    from proofs_check.symbols import H, UndefinedBound, evaluate, k, show
+
+    drawn = (k, H(k), 2 * H(k))  # compared as sympy expressions (structurally)
+    curves = []
+    for claim in all_claims():
+        if claim.adversary is None or claim.bound in drawn:
+            continue
+
+        def value(record, bound=claim.bound):
+            try:
+                return float(evaluate(bound, _symbol_values(record)))
+            except (UndefinedBound, TypeError, ValueError, ZeroDivisionError):
+                return None
+
+        label = f"{claim.id} ({', '.join(claim.policies)}, {claim.kind}): {show(claim.bound)}"
+        curves.append(BoundCurve(label, claim.adversary, claim.policies, value))
+    return curves
+
+
+def _symbol_values(record) -> dict:
+    import sympy as sp
+
+    from proofs_check.symbols import OPT, B, L, beta, k, n
+
+    values = {B: record.get("budget"), beta: record.get("batch", 1), k: record.get("k")}
+    values[n] = record.get("queries")
+    values[OPT] = record.get("opt_misses")
+    if values[k] is not None and values[B] is not None and values[beta]:
+        values[L] = sp.Rational(values[B] - values[k] + 1, values[beta])
+    return {symbol: value for symbol, value in values.items() if value is not None}
+
+
 def run(args) -> int:
     from kvtheory.experiments.plot import plot_results
     from kvtheory.experiments.sweep import read_results
@@ -47,9 +86,11 @@ def run(args) -> int:
         families=args.family,
         where=parse_params(args.where),
         scale=args.scale,
+        bounds=claim_curves(),
     )
     print(
         f"plot written to {args.output}: {len(summary['panels'])} panel(s) ({', '.join(summary['panels'])}), "
         f"{summary['series']} series, {summary['points']} points"
+        + (f"; claims' bounds: {', '.join(dict.fromkeys(summary['bounds']))}" if summary["bounds"] else "")
     )
     return 0

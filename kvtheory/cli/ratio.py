@@ -14,10 +14,13 @@ from kvtheory.cli.common import (
     emit,
     load_workload,
     parse_params,
+    reject_seeds,
     reject_unused,
 )
 from kvtheory.cli.route import add_cluster_options, build_cluster
+from kvtheory.cluster.optimum import AUTO_MIP_QUERIES
 from kvtheory.errors import InputError
+from kvtheory.policies import policy_class
 from kvtheory.ratio import competitive_ratio
 from kvtheory.workloads.registry import generate
 
@@ -47,7 +50,8 @@ def register(commands) -> None:
         "--time-limit",
         type=options.seconds,
         metavar="SECONDS",
-        help="with --workers: joint MIP time limit (default 60)",
+        help=f"with --workers: the joint MIP's time limit (default 60 s); the MIP runs only on instances of up to "
+        f"{AUTO_MIP_QUERIES} queries: a larger one is measured against its best lower bound, whatever the limit",
     )
     add_cluster_options(parser, budget=False)
     add_evict_amount_option(parser, where="the online policy (every worker's with --workers): ")
@@ -62,13 +66,15 @@ def run(args) -> int:
             raise InputError("--param goes with --adversary, not with --workload")
         workload = load_workload(args)
     else:
-        workload = generate(args.adversary, parse_params(args.param), seed=args.seed)
+        # an adversary family is built for --budget: its B follows it unless --param B= says the same
+        workload = generate(args.adversary, parse_params(args.param), seed=args.seed, budget=args.budget)
     if args.workers is not None:
         reject_unused(args, ["policy", "backend"], "with --workers (give --router and --eviction)")
         return _several_workers(args, workload)
     reject_unused(args, ["router", "router_opt", "eviction", "time_limit", *CLUSTER_OPTIONS], "without --workers")
     if args.budget is None or args.policy is None:
         raise InputError("--budget and --policy are required (or --workers M --router NAME)")
+    reject_seeds(policy_class(args.policy), args.seeds)
     report = competitive_ratio(
         workload,
         args.budget,
@@ -78,7 +84,21 @@ def run(args) -> int:
         evict_amount=args.evict_amount,
         backend=args.backend or "auto",
     )
-    emit(report.to_dict(), args.json)
+    from proofs_check.bounds import claim_bounds
+
+    record = report.to_dict()
+    bounds = claim_bounds(workload, args.budget, report.policy, batch=args.batch)
+    if args.json:
+        record["claim_bounds"] = bounds
+    else:
+        record["claim_bounds"] = (
+            "; ".join(
+                f"{b['claim']} ({b['kind']}, check finds it {b['check_finds']}): {b['bound']} = {b['value']:.6g}"
+                for b in bounds
+            )
+            or "none applies"
+        )
+    emit(record, args.json)
     return 0
 
 

@@ -103,13 +103,17 @@ def build_cluster(args, workers: int):
     """The cluster of ``workers`` workers from the options of :func:`add_cluster_options`."""
     from dataclasses import replace
 
+    from kvtheory.cli.costmodel import model_given, resolve_model
     from kvtheory.cluster.cluster import Cluster
-    from kvtheory.cluster.costmodel import cost_model, gpu, model
+    from kvtheory.cluster.costmodel import cost_model, gpu
 
     if isinstance(workers, bool) or workers is None or workers < 1:
         raise InputError(f"--workers must be a positive integer, got {workers}")
     plain = [name for name in ("a_miss", "a_cached", "decode") if getattr(args, name, None) is not None]
-    if not args.gpu and not args.model:
+    dtypes = [flag for flag in ("kv_dtype", "weight_dtype") if getattr(args, flag, None)]
+    if not args.gpu and not model_given(args):
+        if dtypes:
+            raise InputError(f"--{dtypes[0].replace('_', '-')} goes with --gpu NAME and a model (the cost model)")
         if args.gpus or args.models:
             raise InputError("--gpus and --models (extra cost-model tables) go with --gpu NAME --model NAME")
         if args.budget is None:
@@ -122,11 +126,13 @@ def build_cluster(args, workers: int):
         if not (a_miss >= 0 and a_cached >= 0 and decode >= 0):
             raise InputError("--a-miss, --a-cached and --decode must be non-negative")
         return Cluster.uniform(workers, args.budget, a_miss=a_miss, a_cached=a_cached, decode_base=decode)
-    if not args.gpu or not args.model:
-        raise InputError("give both --gpu NAME and --model NAME (the cost model sets a_miss, a_cached and B)")
+    if not args.gpu or not model_given(args):
+        raise InputError(
+            "give both --gpu NAME and --model NAME or --model-config FILE (the cost model sets a_miss, a_cached and B)"
+        )
     if plain:
         raise InputError(f"--{plain[0].replace('_', '-')} goes without --gpu/--model (the cost model sets it)")
-    spec = model(args.model, args.models)
+    spec = resolve_model(args)
     names = [name for name in args.gpu.split(",") if name.strip()]
     models = [
         cost_model(gpu(name, args.gpus), spec, mem_fraction=args.mem_fraction, mfu=args.mfu, mbu=args.mbu, tp=args.tp)

@@ -1,25 +1,31 @@
 """GPU cost model of docs/cluster.md §GPU cost model: a_miss, a_cached, decode time and the budget B
 from hardware facts.
 
-The facts live in data files (``kvtheory/data/gpus.csv`` and ``models.csv``), each row with its public
-source; users can pass their own CSV with the same columns (its rows are added, and replace packaged
-rows of the same name). Everything here is a plain function over two frozen dataclasses.
+The facts live in data files, each with its public source: ``kvtheory/data/gpus.csv`` (one row per GPU) and
+the models' Hugging Face ``config.json`` files in ``kvtheory/data/model_configs/``, read by
+:mod:`kvtheory.cluster.model_config`. Users can pass their own GPU or model CSV (its rows are added, and
+replace packaged rows of the same name) or any config.json. Everything here is a plain function over two
+frozen dataclasses.
 
 Per worker of ``tp`` GPUs (tensor parallel, weights and KV heads split evenly; KV heads replicated
 when tp exceeds them), with MFU ``mfu`` and memory-bandwidth utilisation ``mbu``:
 
 - prefill FLOPs per token = 2 * active_params + 4 * layers * attention_heads * head_dim * context
-  (the attention term is zero unless a mean attention ``context`` is given);
-  a_miss = prefill FLOPs per token / (tp * peak_bf16_flops * mfu);
+  (the attention term is zero unless a mean attention ``context`` is given; for MLA head_dim is the
+  query/key head dim qk_nope + qk_rope);
+  a_miss = prefill FLOPs per token / (tp * peak * mfu), where peak is the GPU's dense fp8 peak for fp8
+  weights (when the table gives one) and its dense bf16 peak otherwise;
 - a_cached = KV bytes per token per GPU / (hbm_bandwidth * mbu): a cached token costs no matmul, but its
   K and V are read once by the attention of the prefill;
 - decode seconds per output token at context c = (active weight bytes / tp + c * KV bytes per token
   per GPU) / (hbm_bandwidth * mbu): one sequence per step reads the weights (for a mixture of experts,
   only the routed experts) and the KV cache of its context;
-- decode_compute = 2 * active_params / (tp * peak_bf16_flops * mfu): the compute time of one decoded
+- decode_compute = 2 * active_params / (tp * peak * mfu): the compute time of one decoded
   token. A decode iteration of n sequences takes max(n * decode_compute, its memory time)
   (:func:`decode_iteration_seconds`); one sequence is memory-bound on every packaged GPU and model;
-- KV bytes per token = 2 * layers * kv_heads * head_dim * dtype_bytes (K and V, all layers);
+- KV bytes per token = 2 * layers * kv_heads * head_dim * kv_dtype_bytes (K and V, all layers; GQA, MHA);
+  for MLA layers * (kv_lora_rank + qk_rope_head_dim) * kv_dtype_bytes (the latent and the rope key);
+- weight bytes = total_params * dtype_bytes (every expert of a mixture of experts is resident);
 - B = floor((hbm_bytes * mem_fraction - weight bytes / tp) / KV bytes per token per GPU): an
   InputError (saying by how much) when the weights do not fit.
 
@@ -44,7 +50,8 @@ DEFAULT_MBU = 1.0
 
 @dataclass(frozen=True)
 class GPU:
-    """One accelerator: dense bf16 peak (FLOP/s), memory (bytes) and memory bandwidth (bytes/s)."""
+    """One accelerator: dense bf16 peak (FLOP/s), memory (bytes), memory bandwidth (bytes/s) and the dense
+    fp8 peak (FLOP/s; 0 when the GPU has no fp8 tensor cores or the table gives none)."""
 
     name: str
     peak_bf16_flops: float
@@ -52,11 +59,19 @@ class GPU:
     hbm_bandwidth: float
     source: str = ""
     notes: str = ""
+    peak_fp8_flops: float = 0.0
+
+    def peak_flops(self, dtype: str) -> float:
+        """The dense peak for weights of ``dtype``: the fp8 peak for fp8 (if known), else the bf16 one."""
+        return self.peak_fp8_flops if dtype == "fp8" and self.peak_fp8_flops > 0 else self.peak_bf16_flops
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """One LLM: parameter counts, attention shape and the bytes of one weight / KV element."""
+    """One LLM: parameter counts, attention shape and the bytes of one weight (``dtype_bytes``) and one KV
+    element (``kv_dtype_bytes``; 0: the same as the weights). ``attention`` is gqa, mha or mla; an MLA model
+    caches ``kv_lora_rank + qk_rope_head_dim`` elements per layer; ``experts`` (0: dense) and
+    ``experts_per_token`` describe a mixture of experts (its counts are already in the parameters)."""
 
     name: str
     total_params: int
@@ -68,6 +83,19 @@ class ModelSpec:
     dtype_bytes: int
     source: str = ""
     notes: str = ""
+    attention: str = "gqa"
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    kv_dtype_bytes: int = 0
+    experts: int = 0
+    experts_per_token: int = 0
+    weight_dtype: str = ""
+    kv_dtype: str = ""
+
+    @property
+    def kv_element_bytes(self) -> int:
+        """Bytes of one cached K or V element (the weights' when not set)."""
+        return self.kv_dtype_bytes or self.dtype_bytes
 
     @property
     def weight_bytes(self) -> int:
@@ -76,15 +104,23 @@ class ModelSpec:
 
     @property
     def kv_bytes_per_token(self) -> int:
-        """2 * layers * kv_heads * head_dim * dtype_bytes: the K and V of one token in every layer."""
-        return 2 * self.layers * self.kv_heads * self.head_dim * self.dtype_bytes
+        """GQA / MHA: 2 * layers * kv_heads * head_dim * kv bytes, the K and V of one token in every layer;
+        MLA: layers * (kv_lora_rank + qk_rope_head_dim) * kv bytes, the latent and the shared rope key."""
+        if self.attention == "mla":
+            return self.layers * (self.kv_lora_rank + self.qk_rope_head_dim) * self.kv_element_bytes
+        return 2 * self.layers * self.kv_heads * self.head_dim * self.kv_element_bytes
 
     def kv_bytes_per_token_per_gpu(self, tp: int) -> int:
-        """KV bytes one GPU of a tp-way tensor-parallel worker holds per token (heads replicated if tp > heads)."""
-        return 2 * self.layers * math.ceil(self.kv_heads / tp) * self.head_dim * self.dtype_bytes
+        """KV bytes one GPU of a tp-way tensor-parallel worker holds per token (heads replicated if tp > heads;
+        MLA's latent is shared by every head, so each GPU holds all of it)."""
+        if self.attention == "mla":
+            return self.kv_bytes_per_token
+        return 2 * self.layers * math.ceil(self.kv_heads / tp) * self.head_dim * self.kv_element_bytes
 
 
 _GPU_COLUMNS = {"name": str, "peak_bf16_flops": float, "hbm_bytes": float, "hbm_bandwidth": float}
+#: columns a table may leave out, or leave empty in a row (then the field keeps its default)
+_OPTIONAL_COLUMNS = {"peak_fp8_flops": float}
 _MODEL_COLUMNS = {
     "name": str,
     "total_params": int,
@@ -128,6 +164,9 @@ def _read_rows(text: str, origin: str, columns: dict, cls) -> dict[str, object]:
         for column, kind in columns.items():
             if column != "name":
                 values[column] = _number((row.get(column) or "").strip(), kind, where, column)
+        for column, kind in _OPTIONAL_COLUMNS.items():
+            if column in allowed and (row.get(column) or "").strip():
+                values[column] = _number(row[column].strip(), kind, where, column)
         for column in ("source", "notes"):
             if column in allowed and row.get(column):
                 values[column] = row[column].strip()
@@ -159,8 +198,19 @@ def load_gpus(extra: str | Path | None = None) -> dict[str, GPU]:
 
 
 def load_models(extra: str | Path | None = None) -> dict[str, ModelSpec]:
-    """The packaged model table (keys lower-cased), plus the rows of the user's CSV ``extra`` if given."""
-    return _load("models.csv", extra, _MODEL_COLUMNS, ModelSpec)  # type: ignore[return-value]
+    """The packaged models (keys lower-cased): one per config.json of ``kvtheory/data/model_configs``, plus
+    the rows of the user's CSV ``extra`` if given (columns: docs/cluster.md §Adding a GPU or a model)."""
+    from kvtheory.cluster.model_config import packaged_models
+
+    table = packaged_models()
+    if extra is not None:
+        path = Path(extra)
+        try:
+            user = path.read_text()
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+        table.update(_read_rows(user, str(path), _MODEL_COLUMNS, ModelSpec))
+    return table  # type: ignore[return-value]
 
 
 def _lookup(table: dict, name: str, what: str):
@@ -256,6 +306,7 @@ def cost_model(
             f"(counting one token of KV cache){hint}"
         )
     flops = 2.0 * m.active_params + 4.0 * m.layers * m.attention_heads * m.head_dim * context
+    peak = g.peak_flops(m.weight_dtype or ("fp8" if m.dtype_bytes == 1 else "bf16"))
     bandwidth = g.hbm_bandwidth * mbu
     return CostModel(
         gpu=g.name,
@@ -265,11 +316,11 @@ def cost_model(
         mfu=float(mfu),
         mbu=float(mbu),
         context=context,
-        a_miss=flops / (tp * g.peak_bf16_flops * mfu),
+        a_miss=flops / (tp * peak * mfu),
         a_cached=kv_gpu / bandwidth,
         decode_base=m.active_params * m.dtype_bytes / tp / bandwidth,
         decode_per_context_token=kv_gpu / bandwidth,
-        decode_compute=2.0 * m.active_params / (tp * g.peak_bf16_flops * mfu),
+        decode_compute=2.0 * m.active_params / (tp * peak * mfu),
         kv_bytes_per_token=m.kv_bytes_per_token,
         kv_bytes_per_token_per_gpu=kv_gpu,
         weight_bytes=m.weight_bytes,

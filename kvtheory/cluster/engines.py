@@ -41,19 +41,24 @@ arrival. A request alone on a worker therefore takes a_cached h + a_miss (L - h)
 O_ij more to its last, the batch engine's Cost_ij: the same functions compute both, so at low load the two
 engines agree to the bit when no prompt is cut (tested).
 
-Decode iterations between two events of a worker (a request finishing, one arriving that could be
-admitted) are summed in closed form; an arrival that can be admitted ends the decode run at the first
-iteration boundary at or after it.
+Timing rules at their boundaries (tests/cluster/test_engines.py pins each). Iterations begin and end at instants
+of the :class:`~kvtheory.cluster.events.EventLoop`, whose same-instant ordering rule puts an instant's
+arrivals before its starts: a request arriving exactly when an iteration ends is considered for the
+iteration that begins then; one arriving during a prefill iteration waits for its end. Decode iterations
+up to the first running request's last token form one decode run, summed in closed form: a run started
+at t of n sequences whose contexts sum to C has its boundaries at t + decode_steps(n, C, s), s = 1, 2, ...
+A request arriving at a during a decode run that heads the waiting queue and fits next to the admitted
+prompts (a union of exactly B fits) ends the run at the first boundary at or after a, the least s with
+t + decode_steps(n, C, s) >= a: on a boundary it is admitted at a itself. Any other arrival leaves the
+run alone. A prompt whose missed tokens equal the chunk tokens left is computed whole in that iteration
+(not cut), and no one else is admitted to it.
 """
 
 from __future__ import annotations
 
-import heapq
-import math
 from collections import deque
 
-import numpy as np
-
+from kvtheory.cluster.events import Engine, EventLoop
 from kvtheory.policies.base import union_misses
 
 #: the worker engines: batch-1 (or batch-beta) FIFO, or SGLang-style continuous batching
@@ -207,7 +212,8 @@ class ContinuousWorker:
 
     def cut_decode(self, now: float) -> bool:
         """A request that can be admitted arrived at ``now`` during a decode run: end the run at the first
-        iteration boundary at or after ``now``. True if the run's end moved (a new event is due)."""
+        iteration boundary at or after ``now`` (a boundary at ``now`` itself ends it at ``now``: its event
+        is processed in a further round of this instant). True if the run's end moved (a new event is due)."""
         sequences, contexts, steps = self.run
         low, high = 1, steps  # the first s with started + decode_steps(s) >= now lies in [low, high]
         while low < high:
@@ -264,71 +270,47 @@ class ContinuousWorker:
         return remaining + sum(spec.cost(e.lengths[q], policy.cached_prefix(q), e.outputs[q]) for q in self.waiting)
 
 
-class ContinuousEngine:
-    """The event loop of a :class:`~kvtheory.cluster.simulation.Simulation` whose workers batch continuously.
-
-    Order of events at one instant, as in the batch engine: iterations that end (and the completions
-    they bring, reported to the router), then arrivals (routed in order), then workers that are free
-    start their next iteration, in worker order.
+class ContinuousEngine(Engine):
+    """Continuous batching on workers (spec, policy) over the shared ``trie``: a strategy over the
+    :class:`~kvtheory.cluster.events.EventLoop`, whose same-instant ordering rule holds as in the batch
+    engine. A worker's event is the end of its current iteration (tagged with the worker's ``version``,
+    so an iteration whose end moved leaves a cancelled event behind); a worker that is idle at an instant
+    with requests waiting starts its next iteration then.
     """
 
-    def __init__(self, simulation, chunk_size: int) -> None:
-        self.simulation = simulation
+    def __init__(self, trie, lengths: list[int], outputs: list[int], workers, chunk_size: int) -> None:
+        super().__init__(len(lengths))
         self.chunk_size = chunk_size
-        self.trie = simulation.trie
-        self.lengths = simulation.lengths
-        self.outputs = simulation.outputs
-        n = len(self.lengths)
-        self.hits = np.zeros(n, dtype=np.int64)
-        self.start = np.zeros(n)
-        self.prefill_end = np.zeros(n)
-        self.finish = np.zeros(n)
-        self.generated = [0] * n
+        self.trie = trie
+        self.lengths = lengths
+        self.outputs = outputs
+        self.generated = [0] * len(lengths)
         self.prefill_iterations = 0
         self.decode_iterations = 0
         self.protected_serves = 0
         self.early_hit_tokens = 0
-        self.workers = [ContinuousWorker(i, w.spec, w.policy, self) for i, w in enumerate(simulation.workers)]
+        self.workers = [ContinuousWorker(i, spec, policy, self) for i, (spec, policy) in enumerate(workers)]
 
-    def run(self) -> np.ndarray:
-        """Simulate every query; return the worker each was routed to."""
-        sim = self.simulation
-        router, arrival, workers = sim.router, sim.arrival, self.workers
-        n = len(self.lengths)
-        order = sorted(range(n), key=lambda j: (arrival[j], j))
-        worker_of = np.full(n, -1, dtype=np.int64)
-        events: list[tuple[float, int, int, int]] = []  # (time, sequence, worker, its version)
-        sequence = 0
-        cursor = 0
-        while cursor < n or events:
-            now = min(events[0][0] if events else math.inf, arrival[order[cursor]] if cursor < n else math.inf)
-            free: set[int] = set()
-            while events and events[0][0] <= now:
-                _, _, i, version = heapq.heappop(events)
-                w = workers[i]
-                if version != w.version:
-                    continue
-                for j in w.finish(now):
-                    router.complete(j, i, now, now - arrival[j], self.prefill_end[j] - arrival[j])
-                free.add(i)
-            while cursor < n and arrival[order[cursor]] <= now:
-                j = order[cursor]
-                cursor += 1
-                i = router.dispatch(j, now)
-                worker_of[j] = i
-                w = workers[i]
-                w.waiting.append(j)
-                if w.kind == _IDLE:
-                    free.add(i)
-                elif w.kind == _DECODE and len(w.waiting) == 1 and w.fits(j) and w.cut_decode(now):
-                    heapq.heappush(events, (w.end, sequence, i, w.version))
-                    sequence += 1
-            for i in sorted(free):
-                w = workers[i]
-                if w.kind == _IDLE and w.start(now):
-                    heapq.heappush(events, (w.end, sequence, i, w.version))
-                    sequence += 1
-        return worker_of
+    def arrive(self, loop: EventLoop, j: int, i: int, now: float) -> None:
+        """j waits on worker i; if it heads the queue and could be admitted, a decode run ends early."""
+        w = self.workers[i]
+        w.waiting.append(j)
+        if w.kind == _DECODE and len(w.waiting) == 1 and w.fits(j) and w.cut_decode(now):
+            loop.at(w.end, i, w.version)
+
+    def due(self, i: int, tag: int, now: float) -> list[int] | None:
+        w = self.workers[i]
+        if tag != w.version:
+            return None
+        return w.finish(now)
+
+    def begin(self, loop: EventLoop, i: int, now: float) -> None:
+        w = self.workers[i]
+        if w.kind == _IDLE and w.start(now):
+            loop.at(w.end, i, w.version)
+
+    def backlog(self, i: int, now: float) -> float:
+        return self.workers[i].backlog(now)
 
     def state(self) -> dict:
         """Counters of the run (docs/cluster.md §Engines)."""

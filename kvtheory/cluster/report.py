@@ -1,4 +1,6 @@
-"""The README's cluster tables, from one command: ``python -m kvtheory.cluster.report --out FILE.md``.
+"""The cluster tables of docs/results.md, from one command:
+``python -m kvtheory.cluster.report --seeds 3 --out reports/cluster-report.md`` (a run's output, kept at the top
+of the repository, outside the package; the default ``--out -`` prints it).
 
 Main table: {random, round-robin, cache-aware, lbgr} x {lru, rlt} (plus extra routers) on the gsp,
 multiturn and longdoc workloads at the paper's settings: 4 workers, 12 queries/s (Poisson arrivals of the

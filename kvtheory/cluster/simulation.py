@@ -1,25 +1,23 @@
-"""Time-based simulation of M workers behind a router (docs/cluster.md §Cluster simulation), as a heapq event loop.
+"""Time-based simulation of M workers behind a router (docs/cluster.md §Cluster simulation): the run's setting.
 
 Each query j arrives at a_j and is routed at once. Worker i owns an :class:`EvictionPolicy` over the
-workload's shared prefix trie and serves the queries routed to it in arrival order: whenever it is
-idle and its queue is not, it takes the longest prefix of its queue of at most ``batch`` queries whose
-token footprint fits its budget, serves it through ``policy.serve`` (hits against the cache as it was
-before the batch), prefills for sum(a_cached * h + a_miss * (L - h)) and then decodes the batch in lock
-step (:meth:`Worker.decode_batch`). With batch 1 the service time of j on i is exactly
-
-    Cost_ij = a_cached_i * h_ij + a_miss_i * (|q_j| - h_ij) + O_ij.
-
-With ``engine="continuous"`` the workers batch continuously instead, as SGLang schedules
-(:mod:`kvtheory.cluster.engines`); the routing, arrivals, seeds and metrics are the same.
+workload's shared prefix trie. :class:`Simulation` checks the setting (arrivals, output lengths, budgets,
+engine options), builds the workers' policies, the router and the engine, and runs them on the one
+event loop of :mod:`kvtheory.cluster.events` (whose same-instant ordering rule holds for both engines).
+The engine decides what a worker does with the queries routed to it: ``engine="batch"`` serves its queue
+one batch after another (:mod:`kvtheory.cluster.batch_engine`; with batch 1 the service time of j on i
+is exactly Cost_ij = a_cached_i * h_ij + a_miss_i * (|q_j| - h_ij) + O_ij), ``engine="continuous"``
+batches continuously, as SGLang schedules (:mod:`kvtheory.cluster.engines`); the routing, arrivals,
+seeds and metrics are the same.
 
 Latency = finish - arrival; TTFT = prefill end - arrival; throughput = completed / (last finish - first
 arrival); makespan = last finish - first arrival; busy_i = the sum of worker i's service times.
 
-Order of events at one instant: completions, then arrivals (routed in order), then idle workers start.
-So with every arrival at 0 the routing sees no completion and each worker's busy time is the offline
-load P_i of docs/cluster.md §Offline makespan (the paper's makespan objective is max_i busy_i), and a
-single worker serves batches of consecutive queries exactly as ``run_policy`` does: its hits are the
-same, query for query.
+At one instant the router hears of every completion before it routes any arrival, and free workers
+start after both (:mod:`kvtheory.cluster.events`). So with every arrival at 0 the routing sees no
+completion and each worker's busy time is the offline load P_i of docs/cluster.md §Offline makespan (the
+paper's makespan objective is max_i busy_i), and a single worker serves batches of consecutive queries
+exactly as ``run_policy`` does: its hits are the same, query for query.
 
 Determinism: worker 0's policy gets ``seed`` itself (so one worker reproduces ``kvtheory evict
 --seed S``), worker i > 0 a seed drawn from SeedSequence([seed, i]); the router and Poisson arrivals get
@@ -29,25 +27,23 @@ policy's per-edge work.
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from kvtheory.cluster.batch_engine import BatchEngine
 from kvtheory.cluster.cluster import Cluster
 from kvtheory.cluster.engines import DEFAULT_CHUNK_SIZE, ENGINES, ContinuousEngine
+from kvtheory.cluster.events import Engine, EventLoop
 from kvtheory.cluster.routers import Router, RouterView, router_class
 from kvtheory.errors import InputError
-from kvtheory.model.batches import footprint
 from kvtheory.model.workload import Workload
 from kvtheory.policies import EvictionPolicy, policy_class
 from kvtheory.policies.base import check_evict_amount
 from kvtheory.policies.ledger import served_checked
 
-_COMPLETE, _FREE = 0, 1
 _ROUTER_STREAM, _ARRIVAL_STREAM = 1 << 20, 2 << 20
 
 
@@ -210,18 +206,6 @@ class ClusterResult:
         }
 
 
-class _Worker:
-    __slots__ = ("spec", "policy", "queue", "busy_until", "idle", "busy")
-
-    def __init__(self, spec, policy: EvictionPolicy) -> None:
-        self.spec = spec
-        self.policy = policy
-        self.queue: deque[int] = deque()
-        self.busy_until = 0.0
-        self.idle = True
-        self.busy = 0.0
-
-
 class Simulation:
     """One run; build it, then call :meth:`run` once."""
 
@@ -253,7 +237,6 @@ class Simulation:
         self.batch = int(batch)
         self.seed = seed
         trie = workload.trie
-        self.trie = trie
         self.lengths = [q.length for q in workload]
         self.outputs = output_lengths(workload, output_len)
         if arrivals is not None:
@@ -269,10 +252,15 @@ class Simulation:
         eviction_cls = policy_class(eviction) if isinstance(eviction, str) else eviction
         self.eviction = eviction_cls.name
         self.evict_amount = check_evict_amount(evict_amount)
-        self.workers = []
+        served = []
         for i, spec in enumerate(cluster.workers):  # a user's policy is served through the engine's checks
             policy = eviction_cls.create(trie, spec.budget, seed=worker_seed(seed, i), evict_amount=evict_amount)
-            self.workers.append(_Worker(spec, served_checked(policy, eviction_cls, spec.budget, evict_amount)))
+            served.append((spec, served_checked(policy, eviction_cls, spec.budget, evict_amount)))
+        if engine == "continuous":
+            self._engine: Engine = ContinuousEngine(trie, self.lengths, self.outputs, served, self.chunk_size)
+        else:
+            self._engine = BatchEngine(trie, self.lengths, self.outputs, served, self.batch)
+        self.workers = self._engine.workers
         router_cls = router_class(router) if isinstance(router, str) else router
         options = dict(router_options or {})
         if oracle:
@@ -284,123 +272,20 @@ class Simulation:
         self.router = router_cls(self.view, seed=router_seed, options=options)
         if self.router.opts.get("oracle"):
             self.view._oracle = self
-        self._continuous: ContinuousEngine | None = None
 
     # -- what an oracle router may ask --------------------------------------------------------------
     def true_cached(self, i: int, j: int) -> int:
         return self.workers[i].policy.cached_prefix(j)
 
     def true_backlog(self, i: int, now: float) -> float:
-        if self._continuous is not None:
-            return self._continuous.workers[i].backlog(now)
-        w = self.workers[i]
-        remaining = max(w.busy_until - now, 0.0) if not w.idle else 0.0
-        policy, spec, lengths, outputs = w.policy, w.spec, self.lengths, self.outputs
-        return remaining + sum(spec.cost(lengths[q], policy.cached_prefix(q), outputs[q]) for q in w.queue)
-
-    # -- the event loop -----------------------------------------------------------------------------
-    def _take(self, w: _Worker) -> list[int]:
-        queue = w.queue
-        group = [queue.popleft()]
-        if self.batch > 1:
-            trie = self.trie
-            while queue and len(group) < self.batch:
-                candidate = group + [queue[0]]
-                if footprint(trie, [trie.path(q) for q in candidate]) > w.spec.budget:
-                    break
-                group.append(queue.popleft())
-        return group
+        return self._engine.backlog(i, now)
 
     def run(self) -> ClusterResult:
-        if self.engine == "continuous":
-            return self._run_continuous()
-        n = len(self.workload)
+        """Run the event loop with this run's engine (:mod:`kvtheory.cluster.events`)."""
+        engine = self._engine
         # Python floats and lists in the loop (numpy scalars cost several times more per operation); the
         # arithmetic is the same IEEE double arithmetic, so every time is the same to the bit
-        arrival = self.arrival.tolist()
-        order = sorted(range(n), key=lambda j: (arrival[j], j))
-        worker_of = [-1] * n
-        hits = [0] * n
-        start = [0.0] * n
-        prefill_end = [0.0] * n
-        finish = [0.0] * n
-        service: list[list[float]] = [[] for _ in self.workers]
-        events: list[tuple[float, int, int, int]] = []  # (time, kind, sequence, payload)
-        sequence = 0
-        router, workers, lengths, outputs = self.router, self.workers, self.lengths, self.outputs
-        cursor = 0
-        waiting: set[int] = set()
-        while cursor < n or events:
-            now = min(events[0][0] if events else math.inf, arrival[order[cursor]] if cursor < n else math.inf)
-            while events and events[0][0] <= now:
-                _, kind, _, payload = heapq.heappop(events)
-                if kind == _COMPLETE:
-                    j = payload
-                    i = int(worker_of[j])
-                    router.complete(j, i, now, now - arrival[j], prefill_end[j] - arrival[j])
-                else:
-                    workers[payload].idle = True
-                    if workers[payload].queue:
-                        waiting.add(payload)
-            while cursor < n and arrival[order[cursor]] <= now:
-                j = order[cursor]
-                cursor += 1
-                i = router.dispatch(j, now)
-                worker_of[j] = i
-                workers[i].queue.append(j)
-                waiting.add(i)
-            for i in sorted(waiting):
-                w = workers[i]
-                if not w.idle or not w.queue:
-                    continue
-                group = self._take(w)
-                got = w.policy.serve(group)
-                spec = w.spec
-                prefill = 0.0
-                for q, h in zip(group, got):
-                    hits[q] = h
-                    start[q] = now
-                    prefill += spec.prefill(lengths[q], h)
-                done, decode = spec.decode_batch([lengths[q] for q in group], [outputs[q] for q in group])
-                for q, d in zip(group, done):
-                    prefill_end[q] = now + prefill
-                    finish[q] = now + prefill + d
-                    heapq.heappush(events, (finish[q], _COMPLETE, sequence, q))
-                    sequence += 1
-                took = prefill + decode
-                service[i].append(took)
-                w.busy += took
-                w.busy_until = now + took
-                w.idle = False
-                heapq.heappush(events, (w.busy_until, _FREE, sequence, i))
-                sequence += 1
-            waiting.clear()
-        return self._result(
-            worker=np.array(worker_of, dtype=np.int64),
-            hits=np.array(hits, dtype=np.int64),
-            start=np.array(start),
-            prefill_end=np.array(prefill_end),
-            finish=np.array(finish),
-            busy=np.array([w.busy for w in workers]),
-            service=service,
-        )
-
-    def _run_continuous(self) -> ClusterResult:
-        engine = self._continuous = ContinuousEngine(self, self.chunk_size)
-        worker_of = engine.run()
-        return self._result(
-            worker=worker_of,
-            hits=engine.hits,
-            start=engine.start,
-            prefill_end=engine.prefill_end,
-            finish=engine.finish,
-            busy=np.array([w.busy for w in engine.workers]),
-            service=[w.service for w in engine.workers],
-            engine_state=engine.state(),
-        )
-
-    def _result(self, **outcome) -> ClusterResult:
-        """The run's :class:`ClusterResult`: ``outcome`` (what the engine measured) and the run's setting."""
+        worker_of = EventLoop(self.arrival.tolist(), self.router).run(engine)
         return ClusterResult(
             router=self.router.name,
             eviction=self.eviction,
@@ -408,12 +293,19 @@ class Simulation:
             batch=self.batch,
             seed=self.seed,
             arrival=self.arrival.copy(),
+            worker=np.array(worker_of, dtype=np.int64),
+            hits=np.array(engine.hits, dtype=np.int64),
             length=np.asarray(self.lengths, dtype=np.int64),
             output_len=np.asarray(self.outputs, dtype=np.int64),
+            start=np.array(engine.start),
+            prefill_end=np.array(engine.prefill_end),
+            finish=np.array(engine.finish),
+            busy=np.array([w.busy for w in self.workers]),
+            service=[w.service for w in self.workers],
             router_state=self.router.state(),
             engine=self.engine,
+            engine_state=engine.state(),
             evict_amount=self.evict_amount,
-            **outcome,
         )
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from kvtheory.optimum.exact import solve_optimum
 from kvtheory.policies import ONLINE_POLICIES
 from kvtheory.ratio import RatioReport, competitive_ratio
@@ -82,25 +84,63 @@ def demo_table(result: ScenarioResult) -> str:
 
 
 def demo_plot(results: list[ScenarioResult], path: str) -> None:
-    """One panel per scenario: each policy's ratio to OPT with its 95% confidence interval."""
-    import matplotlib
+    """Write :func:`demo_figure` to ``path`` (PNG, PDF or SVG by its suffix)."""
+    from kvtheory.experiments.plot import figure_format, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    figure_format(path)
+    save_figure(demo_figure(results), path)
 
-    fig, axes = plt.subplots(1, len(results), figsize=(6 * len(results), 4))
-    for ax, result in zip(axes, results):
-        dicts = [r.to_dict() for r in result.reports]
-        means = [d["ratio_mean"] for d in dicts]
-        below = [m - d["ratio_ci95"][0] for m, d in zip(means, dicts)]
-        above = [d["ratio_ci95"][1] - m for m, d in zip(means, dicts)]
-        ax.bar([d["policy"] for d in dicts], means, yerr=[below, above], capsize=4, color="#4C72B0")
-        ax.axhline(1.0, color="black", linewidth=1, linestyle="--", label="OPT (FIF)")
-        ax.set_yscale("log" if max(means) > 20 else "linear")
-        ax.set_ylabel("misses / OPT misses")
-        ax.set_title(result.scenario.title, fontsize=9)
-        ax.tick_params(axis="x", labelrotation=30)
-        ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+
+def demo_figure(results: list[ScenarioResult]):
+    """One panel per scenario: each policy's ratio to OPT as a horizontal bar from OPT = 1, in the policy's
+    colour, with its 95% confidence interval (a policy with seeds) and its value written at its end. The
+    ratio axis starts just below 1, where the differences between the policies show (log where the ratios
+    span 20x or more)."""
+    from kvtheory.experiments.plot import figure_style, log_axis, policy_style, setting_text
+
+    with figure_style() as plt:
+        fig, axes = plt.subplots(1, len(results), figsize=(5.8 * len(results), 4.0), squeeze=False)
+        for ax, result in zip(axes[0], results):
+            dicts = [r.to_dict() for r in result.reports]
+            names = [d["policy"] for d in dicts]
+            means = np.array([d["ratio_mean"] for d in dicts])
+            low = np.array([d["ratio_ci95"][0] for d in dicts])
+            high = np.array([d["ratio_ci95"][1] for d in dicts])
+            seeded = np.array([len(d["seeds"]) > 1 for d in dicts])
+            # an interval only where there are seeds to have one (NaN: no bar, no cap)
+            below = np.where(seeded, means - low, np.nan)
+            above = np.where(seeded, high - means, np.nan)
+            log = means.max() / max(means.min(), 1e-12) >= 20
+            bars = ax.barh(
+                names,
+                means - 1,
+                left=1.0,
+                xerr=[below, above],
+                color=[policy_style(n)["color"] for n in names],
+                edgecolor="black",
+                linewidth=0.6,
+                height=0.7,
+                error_kw={"elinewidth": 1.6, "capsize": 5, "capthick": 1.6, "ecolor": "black"},
+                zorder=3,
+            )
+            ax.bar_label(bars, labels=[f"{m:.3f}" for m in means], padding=4, fontsize=8, zorder=4)
+            ax.axvline(1.0, color="black", linewidth=1.2, linestyle="--", zorder=2)
+            ax.invert_yaxis()  # the registry's order, top to bottom
+            top = float(high.max())
+            if log:
+                ax.set_xscale("log")
+                ax.set_xlim(1 / 1.15, top * 2.5)
+                log_axis(ax.xaxis, 1 / 1.15, top * 2.5)
+            else:
+                span = max(top - 1, 1e-3)
+                ax.set_xlim(1 - 0.04 * span, top + 0.16 * span)
+            ax.set_xlabel("misses / OPT misses" + (" (log scale)" if log else "") + "; OPT (FIF) = 1, dashed")
+            seeds = max(len(d["seeds"]) for d in dicts)
+            ax.set_title(
+                f"{result.scenario.title}\n"
+                + setting_text(B=f"{result.budget:,}", beta=1, seeds=f"{seeds} per randomized policy")
+                + f"; OPT: {result.opt_misses:,} misses"
+            )
+            ax.grid(False, axis="y")
+        fig.tight_layout()
+    return fig

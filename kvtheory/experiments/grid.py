@@ -115,17 +115,20 @@ def _check_expression_or_int(value, what: str, where: str) -> None:
 def _file_params(grid: Mapping, here: str, base: Path | None) -> dict:
     """The params of a grid that names a workload file: its path (relative ones from ``base``), format and
     block size, checked by the trace readers' rules."""
-    from kvtheory.model.traces import DEFAULT_BLOCK_SIZE, FORMATS
+    from kvtheory.model.traces import DEFAULT_BLOCK_SIZE, TRACE_FORMATS, format_names
 
     unknown = set(grid) - _FILE_KEYS
     if unknown:
         raise InputError(f"{here}: unknown key(s) {sorted(unknown)} for a workload file; allowed: {sorted(_FILE_KEYS)}")
     path, fmt = grid["workload"], grid.get("format", "auto")
-    block_size = grid.get("block_size", DEFAULT_BLOCK_SIZE)
     if not isinstance(path, str) or not path:
         raise InputError(f"{here}: workload must be a file path, got {path!r}")
-    if fmt not in FORMATS:
-        raise InputError(f"{here}: unknown format {fmt!r}; known formats: {', '.join(FORMATS)}")
+    if fmt not in format_names():
+        raise InputError(f"{here}: unknown format {fmt!r}; known formats: {', '.join(format_names())}")
+    # a format's own block size when it names one (bailian: 16); auto and the others keep 512, so their cells
+    # keep the ids they had before formats carried a block size
+    default = (TRACE_FORMATS[fmt].block_size if fmt != "auto" else None) or DEFAULT_BLOCK_SIZE
+    block_size = grid.get("block_size", default)
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
         raise InputError(f"{here}: block_size must be a positive integer, got {block_size!r}")
     resolved = Path(path) if base is None or Path(path).is_absolute() else Path(base) / path
@@ -205,6 +208,7 @@ def expand(spec: Mapping, *, where: str = "spec", base: str | Path | None = None
                 resolved = {
                     name: (policy if value == POLICY_PLACEHOLDER else value) for name, value in zip(names, combo)
                 }
+                resolved = _budget_parameter(family, resolved, budget, here)
                 cell = {
                     "family": family,
                     "params": resolved,
@@ -225,6 +229,25 @@ def expand(spec: Mapping, *, where: str = "spec", base: str | Path | None = None
                     seen.add(cell["id"])
                     cells.append(cell)
     return cells
+
+
+def _budget_parameter(family: str, params: dict, budget, where: str) -> dict:
+    """``params`` with the family's budget parameter B set to an integer ``budget`` when the spec leaves it
+    out (as ``kvtheory.workloads.registry.generate`` builds it, so that the cell id names the instance); a B
+    that differs from an integer budget is an InputError. Budget expressions leave ``params`` as they are."""
+    from kvtheory.workloads.registry import BUDGET_PARAMETER, GENERATORS
+
+    if family == FILE_FAMILY or isinstance(budget, str) or BUDGET_PARAMETER not in GENERATORS[family].parameters():
+        return params
+    given = params.get(BUDGET_PARAMETER)
+    if given is None:
+        return {**params, BUDGET_PARAMETER: budget}
+    if given != budget:
+        raise InputError(
+            f"{where}: {family} parameter B = {show(given)} differs from budget = {budget}; "
+            'give one of them (budget = "B" serves each instance with its own B)'
+        )
+    return params
 
 
 def _evict_amounts(value, where: str) -> list[str]:

@@ -3,14 +3,16 @@ the optimum, one (budget, policy) pair per task on a process pool or Dask, like 
 
 For each budget B and policy P the value is exactly that of the single run: ``run_policy(workload, B, P,
 batch=beta, seed=s, evict_amount=a)`` (misses averaged over the seeds of a randomized policy), and for OPT
-(listed as ``fif``) FIF's misses at beta = 1 and the exact solver's (:func:`kvtheory.optimum.exact.solve_optimum`) at
-beta >= 2. The hit rate is hits / T (for OPT 1 - misses / T), as those runs report it.
+(listed as ``opt`` or ``fif``) FIF's misses at beta = 1 and the exact solver's
+(:func:`kvtheory.optimum.exact.solve_optimum`) at beta >= 2, the solver that ran named per budget in
+``opt_solver``. The hit rate is hits / T (for OPT 1 - misses / T), as those runs report it, and the miss
+ratio is misses / T = 1 - hit rate. A budget that cannot serve the workload (a query longer than B, a batch
+footprint over B) is left out of the curve and listed in ``infeasible`` with the reason.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
@@ -24,8 +26,11 @@ from kvtheory.optimum.fif import run_fif
 from kvtheory.policies import policy_class
 from kvtheory.policies.base import check_evict_amount
 from kvtheory.simulate import run_policy
+from kvtheory.stats import summarize
 
 OPT = "fif"
+#: the names that stand for the optimum in a list of policies
+OPT_NAMES = ("fif", "opt")
 
 
 def budget_range(text: str) -> list[int]:
@@ -47,21 +52,24 @@ def budget_range(text: str) -> list[int]:
     return sorted({int(round(b)) for b in points} | {low, high})
 
 
-def _cell(task: tuple) -> tuple[int, str, float, float, str | None]:
-    """(budget index, policy, misses, hit rate, OPT's status) of one budget and policy, computed as the
-    single ``evict`` (hits / T, its mean over seeds) and ``opt`` (1 - misses / T) runs compute them."""
+def _cell(task: tuple) -> tuple[int, str, float, float, tuple[str, str] | list[int] | None]:
+    """(budget index, policy, misses, hit rate, OPT's (status, solver) or a seeded policy's misses per seed) of
+    one budget and policy, computed as the single ``evict`` (hits / T, its mean over seeds) and ``opt``
+    (1 - misses / T) runs compute them."""
     workload, index, budget, policy, batch, seeds, time_limit, evict_amount = task
-    if policy == OPT:
+    if policy in OPT_NAMES:
         if batch == 1:
-            misses, status = run_fif(workload, budget).misses, "optimal"
+            misses, status, solver = run_fif(workload, budget).misses, "optimal", "fif"
         else:
             result = solve_optimum(workload, budget, batch=batch, time_limit=time_limit)
-            misses, status = result.misses, result.status
-        return index, policy, misses, 1 - misses / workload.total_tokens, status
+            misses, status, solver = result.misses, result.status, result.solver
+        return index, policy, misses, 1 - misses / workload.total_tokens, (status, solver)
     runs = [run_policy(workload, budget, policy, batch=batch, seed=s, evict_amount=evict_amount) for s in seeds]
     if len(runs) == 1:
         return index, policy, runs[0].misses, runs[0].hit_rate, None
-    return index, policy, float(np.mean([r.misses for r in runs])), float(np.mean([r.hit_rate for r in runs])), None
+    # several seeds: their misses in the last slot, for the 95% interval (misses_ci95, the plot's band)
+    per_seed = [r.misses for r in runs]
+    return index, policy, float(np.mean(per_seed)), float(np.mean([r.hit_rate for r in runs])), per_seed
 
 
 def miss_ratio_curve(
@@ -77,14 +85,17 @@ def miss_ratio_curve(
     time_limit: float | None = None,
     evict_amount: str = "shortfall",
 ) -> dict:
-    """``{"budgets", "hit_rate": {policy: [...]}, "misses": {policy: [...]}}`` over ``budgets`` (sorted); with OPT
-    among the policies, ``opt_status`` says per budget whether its value is proven optimal.
+    """``{"budgets", "hit_rate": {policy: [...]}, "miss_ratio": {policy: [...]}, "misses": {policy: [...]},
+    "infeasible": [{"budget", "reason"}, ...]}`` over the feasible ``budgets`` (sorted); with OPT (``opt`` or
+    ``fif``) among the policies, ``opt_status`` says per budget whether its value is proven optimal and
+    ``opt_solver`` which solver gave it (``fif``, or ``mip:highs`` / ``mip:cbc`` when the MIP decided).
 
     Randomized policies run with seeds 0..seeds-1 and report the mean misses; deterministic ones run once.
     ``time_limit`` (seconds) bounds each exact solve at beta >= 2, as ``kvtheory opt --time-limit`` does.
     ``evict_amount``: the online policies evict the shortfall or the whole allocation (the result records
     it); OPT evicts the shortfall.
-    Every budget is validated first (each must hold the longest query, and every batch's footprint).
+    Every budget is validated first (each must hold the longest query, and every batch's footprint): one
+    that does not is reported in ``infeasible`` with the reason and left out; none feasible is an InputError.
     """
     budgets = sorted(set(budgets))
     if not budgets or not policies:
@@ -92,21 +103,32 @@ def miss_ratio_curve(
     if seeds < 1:
         raise InputError(f"--seeds must be at least 1, got {seeds}")
     check_evict_amount(evict_amount)
+    from kvtheory.policies import ONLINE_POLICIES
+
     for name in policies:
-        if name != OPT:
-            policy_class(name)
+        if name not in OPT_NAMES and name not in ONLINE_POLICIES:
+            raise ONLINE_POLICIES.unknown(name, also=OPT_NAMES)
+    infeasible = []
     for budget in budgets:
-        validate(workload, budget, batch)
+        try:
+            validate(workload, budget, batch)
+        except InputError as exc:
+            infeasible.append({"budget": budget, "reason": str(exc)})
+    if len(infeasible) == len(budgets):
+        raise InputError(f"no budget can serve the workload; B = {budgets[-1]}: {infeasible[-1]['reason']}")
+    budgets = [b for b in budgets if b not in {entry["budget"] for entry in infeasible}]
     _ = workload.trie  # built once here, shipped with the workload to every task
     tasks = []
     for index, budget in enumerate(budgets):
         for name in policies:
-            randomized = name != OPT and policy_class(name).randomized
+            randomized = name not in OPT_NAMES and policy_class(name).randomized
             seeds_here = range(seeds if randomized else 1)
             tasks.append((workload, index, budget, name, batch, seeds_here, time_limit, evict_amount))
     misses: dict[str, list] = {name: [None] * len(budgets) for name in policies}
     hit_rate: dict[str, list] = {name: [None] * len(budgets) for name in policies}
     status: list = [None] * len(budgets)
+    solvers: list = [None] * len(budgets)
+    intervals: dict[str, list] = {}
     runner = make_executor(executor, workers=workers)
     try:
         with progress_bar(len(tasks), 0, progress) as bar:
@@ -115,52 +137,31 @@ def miss_ratio_curve(
                 index, name, value, rate, opt_status = future.result()
                 misses[name][index] = value
                 hit_rate[name][index] = rate
-                if name == OPT:
-                    status[index] = opt_status
+                if name in OPT_NAMES:
+                    status[index], solvers[index] = opt_status
+                elif opt_status is not None:  # a randomized policy's misses per seed
+                    intervals.setdefault(name, [None] * len(budgets))[index] = list(summarize(opt_status).ci)
                 bar.update(1)
     finally:
         runner.close()
-    result = {"budgets": budgets, "evict_amount": evict_amount, "hit_rate": hit_rate, "misses": misses}
-    if OPT in policies:
+    tokens = workload.total_tokens
+    miss_ratio = {name: [value / tokens for value in values] for name, values in misses.items()}
+    result = {
+        "budgets": budgets,
+        "evict_amount": evict_amount,
+        "hit_rate": hit_rate,
+        "miss_ratio": miss_ratio,
+        "misses": misses,
+        "infeasible": infeasible,
+    }
+    if intervals:
+        result["misses_ci95"] = intervals
+    if any(name in OPT_NAMES for name in policies):
         result["opt_status"] = status
+        result["opt_solver"] = solvers
     return result
 
 
-def plot_mrc(result: dict, path: str | Path, title: str | None = None) -> None:
-    """Hit rate against the budget (log x) per policy, OPT dashed on top."""
-    import matplotlib
+from kvtheory.experiments.plot import plot_mrc  # noqa: E402  (the figure, in the one figure style)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    for name, rates in result["hit_rate"].items():
-        optimum = name == OPT
-        ax.plot(
-            result["budgets"],
-            rates,
-            linestyle="--" if optimum else "-",
-            marker="" if optimum else "o",
-            markersize=4,
-            color="black" if optimum else None,
-            linewidth=2.0 if optimum else 1.3,
-            label="OPT" if optimum else name,
-            zorder=3 if optimum else 2,
-        )
-    ax.set_xscale("log")
-    ax.set_xlabel("budget B (tokens)")
-    ax.set_ylabel("hit rate")
-    if title:
-        ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=120)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot write the plot ({exc.strerror})") from None
-    finally:
-        plt.close(fig)
-
-
-__all__ = ["OPT", "budget_range", "miss_ratio_curve", "plot_mrc"]
+__all__ = ["OPT", "OPT_NAMES", "budget_range", "miss_ratio_curve", "plot_mrc"]

@@ -70,7 +70,9 @@ from kvtheory.model.records import Anything, Bool, Int, Number, Numbers, Object,
 
 # -- running one cell -------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=4)
-def _workload(key: bytes):
+def _workload(key: bytes, budget: int | None = None):
+    """The cell's workload; an integer ``budget`` builds an adversary family for it (its B follows the
+    budget, and a k given with it must agree: :func:`kvtheory.workloads.registry.generate`)."""
     from kvtheory.workloads.registry import generate
 
     family, params, seed = orjson.loads(key)
@@ -78,15 +80,15 @@ def _workload(key: bytes):
         from kvtheory.model.traces import read_workload
 
         return read_workload(params["workload"], params["format"], params["block_size"])
-    return generate(family, params, seed=seed)
+    return generate(family, params, seed=seed, budget=budget)
 
 
 @functools.lru_cache(maxsize=16)
-def _optimum(key: bytes, budget: int, batch: int):
+def _optimum(key: bytes, budget: int, batch: int, built_for: int | None = None, backend: str = "auto"):
     from kvtheory.optimum.exact import solve_optimum
     from kvtheory.ratio import OPT_TIME_LIMIT
 
-    return solve_optimum(_workload(key), budget, batch=batch, time_limit=OPT_TIME_LIMIT)
+    return solve_optimum(_workload(key, built_for), budget, batch=batch, time_limit=OPT_TIME_LIMIT, backend=backend)
 
 
 def _names(params: Mapping, workload) -> dict[str, float]:
@@ -100,28 +102,39 @@ def _quantiles(values: Sequence[float]) -> list[float]:
     return [float(q) for q in np.quantile(np.asarray(values, dtype=float), [0.0, 0.25, 0.5, 0.75, 1.0])]
 
 
-def run_cell(cell: Cell) -> dict:
+def run_cell(cell: Cell, job_cells: int = 1) -> dict:
     """Measure one cell; the record holds the cell's definition and the ratio report.
+
+    The policy's engine is the sweep's, not the cell's (:func:`kvtheory.policies.dispatch.job_backend`): a sweep
+    of ``job_cells`` cells like this one serves about ``job_cells`` times this cell's queries (and tokens) in all,
+    and its worker processes load numba once each, so a long sweep runs every cell on the compiled cores however
+    short the cell. The hits are the same either way.
 
     An input error of the cell (an impossible budget, a bad parameter) becomes a record with an
     ``error`` message instead of stopping the sweep; it is not done: the next run tries it again.
     """
     from kvtheory.model.batches import validate
-    from kvtheory.ratio import competitive_ratio, harmonic, steady_ratio
+    from kvtheory.policies.dispatch import job_backend
+    from kvtheory.ratio import competitive_ratio, harmonic
 
     base = {key: cell[key] for key in ("family", "params", "seed", "policy")}
     evict_amount = cell.get("evict_amount", DEFAULT_EVICT_AMOUNT)
     record: dict = {"cell": cell.get("id") or cell_id(cell), **base, "evict_amount": evict_amount}
     try:
         key = orjson.dumps([cell["family"], cell["params"], cell["seed"]])
-        workload = _workload(key)
+        built_for = cell["budget"] if isinstance(cell["budget"], int) else None
+        workload = _workload(key, built_for)
         names = _names(cell["params"], workload)
         batch = cell["batch"] if isinstance(cell["batch"], int) else evaluate(cell["batch"], names, "batch")
         budget = (
             cell["budget"] if isinstance(cell["budget"], int) else evaluate(cell["budget"], {**names, "batch": batch})
         )
         validate(workload, budget, batch)
-        opt = _optimum(key, budget, batch)
+        seeds = cell["policy_seeds"]  # a count, or the list of seeds
+        runs = (seeds if isinstance(seeds, int) else len(seeds)) if _is_randomized(cell) else 1
+        queries, tokens = job_cells * len(workload), job_cells * workload.total_tokens
+        opt = _optimum(key, budget, batch, built_for, job_backend("auto", queries, tokens))
+        backend = job_backend("auto", runs * queries, runs * tokens)
         report = competitive_ratio(
             workload,
             budget,
@@ -130,13 +143,14 @@ def run_cell(cell: Cell) -> dict:
             seeds=cell["policy_seeds"],
             optimum=opt,
             evict_amount=evict_amount,
+            backend=backend,
         )
     except InputError as exc:
         record.update(budget=cell["budget"], batch=cell["batch"], error=str(exc))
         return record
     result = report.to_dict()
     distinct = workload.trie.distinct_tokens
-    steady = [steady_ratio(run.misses, opt.misses, distinct) for run in report.runs]
+    steady = report.steady_ratios
     steady_summary = _summary(steady)
     result.pop("policy")
     record.update(result)
@@ -149,7 +163,7 @@ def run_cell(cell: Cell) -> dict:
         steady_ratios=steady,
         steady_ratio_mean=steady_summary[0],
         steady_ratio_ci95=steady_summary[1],
-        H_k=harmonic(k) if k >= 1 else None,
+        H_k=None if k is None else harmonic(k),  # k is null, with a k_reason, when it is < 1
     )
     return record
 
@@ -205,7 +219,7 @@ _MEASURED = RecordType(
     {
         "budget": Int("a positive integer", lo=1),
         "batch": Int("a positive integer", lo=1),
-        "k": Int("an integer"),
+        "k": Int("an integer"),  # null (read as absent) when k < 1, with a k_reason
         "ratios": Numbers("a list of ratios"),
         "steady_ratios": Numbers("a list of ratios"),
         "ratio_mean": Number("a number"),
@@ -214,7 +228,7 @@ _MEASURED = RecordType(
         "worst_seed": Int("an integer seed"),
         "randomized": Bool(),
     },
-    required=frozenset({"budget", "batch", "k", "ratios", "worst_seed"}),
+    required=frozenset({"budget", "batch", "ratios", "worst_seed"}),
     extra=True,
 )
 
@@ -288,7 +302,7 @@ def run_cells(
     executor,
     *,
     progress: bool | None = None,
-    function: Callable[[Cell], dict] = run_cell,
+    function: Callable[[Cell], dict] | None = None,
 ) -> SweepSummary:
     """Run the cells not yet in ``output`` on ``executor``; append one flushed JSON line per finished cell.
 
@@ -303,6 +317,8 @@ def run_cells(
         done = completed_ids(output)
         todo = [cell for cell in cells if cell["id"] not in done]
         skipped = len(cells) - len(todo)
+        if function is None:  # every cell knows the size of the job it is part of (run_cell)
+            function = functools.partial(run_cell, job_cells=len(todo))
         errors = _append_records(todo, output, executor, len(cells), skipped, progress, function)
     return SweepSummary(len(cells), skipped, len(todo), errors, time.perf_counter() - start, str(output))
 

@@ -30,6 +30,27 @@ def slack(budget: int, max_length: int, batch: int = 1) -> int:
     return budget - batch * max_length + 1
 
 
+def slack_fields(budget: int, max_length: int, batch: int = 1) -> dict:
+    """The slack as a result reports it: ``{"k": k}`` when k = B - beta * L_max + 1 >= 1, else
+    ``{"k": None, "k_reason": ...}``. k < 1 exactly when beta * L_max > B: a batch of beta longest queries
+    could not all be resident, so no slot is left beside them and every bound stated in k (k, H_k,
+    k(B+1)/(k+1), ...) says nothing; the input may still be valid, since batch-mates can share a prefix.
+
+    >>> slack_fields(16, 7, 2)
+    {'k': 3}
+    >>> print(slack_fields(16, 9, 2)["k"], slack_fields(16, 9, 2)["k_reason"])
+    None beta * L_max = 2 * 9 = 18 > B = 16: the slack k = B - beta * L_max + 1 = -1 < 1, so bounds in k do not apply
+    """
+    k = slack(budget, max_length, batch)
+    if k >= 1:
+        return {"k": k}
+    reason = (
+        f"beta * L_max = {batch} * {max_length} = {batch * max_length} > B = {budget}: the slack "
+        f"k = B - beta * L_max + 1 = {k} < 1, so bounds in k do not apply"
+    )
+    return {"k": None, "k_reason": reason}
+
+
 def footprint(trie: PrefixTrie, paths: Sequence[Sequence[int]]) -> int:
     """|union of the token nodes of the given paths|: what a batch needs resident at once.
 

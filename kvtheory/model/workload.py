@@ -101,6 +101,17 @@ class Workload(Sequence):
         if not self.queries:
             raise InputError("empty workload: it has no queries")
 
+    def __repr__(self) -> str:
+        """A short summary (counts, tokens, where from), never every query: printing a workload of a million
+        queries must not dump them.
+
+        >>> Workload.from_token_lists([[1, 2], [1, 3]])
+        Workload(2 queries, 4 tokens, L_max = 2)
+        """
+        source = "" if self.source is None else f", from {self.source}"
+        queries = f"{len(self)} {'query' if len(self) == 1 else 'queries'}"
+        return f"Workload({queries}, {self.total_tokens} tokens, L_max = {self.max_length}{source})"
+
     def where(self, j: int) -> str:
         """Where query j comes from, for error messages: ``file:line`` or ``query j``."""
         if self.source is not None and self.lines is not None:

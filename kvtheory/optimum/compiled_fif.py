@@ -16,7 +16,7 @@ goes to the band's largest ids. Members left with tokens go back on the heap.
 
 Memory: O(edges + path occurrences): every batch's distinct path nodes with their multiplicity and the key
 of their next request (the per-node request lists of FurthestInFuture, as CSR arrays), int64 throughout.
-The kernel reproduces FurthestInFuture hit for hit and token for token (tests/test_compiled_fif.py).
+The kernel reproduces FurthestInFuture hit for hit and token for token (tests/optimum/test_compiled_fif.py).
 """
 
 from __future__ import annotations

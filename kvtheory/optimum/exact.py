@@ -7,8 +7,9 @@ problem weighted paging on a tree, where furthest-in-future can lose. :func:`sol
 1. runs FIF, a feasible schedule: an incumbent U (an upper bound on OPT);
 2. computes the weighted-paging flow bound L <= OPT (:mod:`kvtheory.optimum.flow_bound`); if L = U,
    FIF is proven optimal on this instance and nothing else runs;
-3. otherwise solves the step-compressed edge MIP (:func:`kvtheory.optimum.mip.solve_mip`), started from
-   FIF's schedule, within what is left of the time limit. The result is optimal when the MIP's proven
+3. otherwise solves the step-compressed edge MIP (:func:`kvtheory.optimum.mip.solve_mip`, on
+   :data:`DEFAULT_MIP_SOLVER` unless ``mip_solver`` names the other back end), started from FIF's
+   schedule, within what is left of the time limit. The result is optimal when the MIP's proven
    bound, or L, meets its incumbent; a run stopped by the limit reports status ``time_limit`` with the
    best incumbent and the best bound found, a bracket [bound, misses] that holds OPT.
 """
@@ -26,6 +27,9 @@ from kvtheory.optimum.fif import FurthestInFuture, run_fif
 from kvtheory.optimum.flow_bound import weighted_paging_bound
 
 MIP_SOLVERS = ("highs", "cbc")
+#: the MIP back end of :func:`solve_optimum` (and of ``kvtheory opt``) unless one is named: chosen by measurement,
+#: ``python benchmarks/mip_backends.py`` (figures in docs/optima.md §Which MIP back end)
+DEFAULT_MIP_SOLVER = "cbc"
 
 
 @dataclass(frozen=True)
@@ -64,11 +68,13 @@ def solve_optimum(
     *,
     batch: int = 1,
     time_limit: float | None = None,
-    mip_solver: str = "highs",
+    mip_solver: str = DEFAULT_MIP_SOLVER,
+    backend: str = "auto",
 ) -> Optimum:
     """The minimum total misses on one worker of B = ``budget`` tokens at batch size beta = ``batch``.
 
-    ``time_limit`` (seconds, None: none) bounds the whole call; ``mip_solver`` is the MIP's back end.
+    ``time_limit`` (seconds, None: none) bounds the whole call; ``mip_solver`` is the MIP's back end;
+    ``backend`` FIF's engine at batch size 1 (:func:`~kvtheory.optimum.fif.run_fif`).
 
     >>> w = Workload.from_token_lists([[2], [3], [1], [4, 1], [2, 1], [0], [3, 4], [3]])
     >>> opt = solve_optimum(w, 4, batch=2)
@@ -82,7 +88,7 @@ def solve_optimum(
         raise InputError(f"time limit must be a positive number of seconds, got {time_limit}")
     started = time.perf_counter()
     if batch == 1:
-        fif = run_fif(workload, budget).misses
+        fif = run_fif(workload, budget, backend=backend).misses
         return _result("fif", "optimal", fif, fif, fif, "FIF is exact at batch size 1", budget, batch, started)
     fif, start = fif_schedule(workload, budget, batch)
     try:

@@ -134,7 +134,7 @@ def run_fif(workload: Workload, budget: int, *, batch: int = 1, backend: str = "
     """FIF on one worker: the exact optimum at batch size 1, an upper bound on it at beta >= 2
     (:func:`kvtheory.optimum.exact.solve_optimum` is exact at every batch size). ``backend``
     (:mod:`kvtheory.policies.dispatch`): ``"compiled"`` is the core :mod:`kvtheory.optimum.compiled_fif`,
-    ``"python"`` is :class:`FurthestInFuture`, the rule it reproduces hit for hit (tests/test_compiled_fif.py),
+    ``"python"`` is :class:`FurthestInFuture`, the rule it reproduces hit for hit (tests/optimum/test_compiled_fif.py),
     and ``"auto"`` the core from 100,000 queries on.
 
     >>> w = Workload.from_token_lists([[1], [2], [3], [1], [2], [3]])

@@ -9,6 +9,7 @@ import importlib
 import pkgutil
 
 from kvtheory.policies.base import EvictionPolicy
+from kvtheory.policies.ledger import built_in
 from kvtheory.registry import Registry
 
 #: every online policy by name: ``kvtheory evict --policy NAME``
@@ -18,6 +19,19 @@ policy_class = ONLINE_POLICIES.lookup
 
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
+
+
+def built_in_policies(*, randomized: bool | None = None) -> tuple[str, ...]:
+    """The names of the policies kvtheory ships (the modules of this package, not plug-ins): L-LRU, the default
+    policy everywhere, first, the others in registration order; with ``randomized`` only the randomized ones
+    (True) or only the deterministic ones (False). The claims' policy lists and the tests' come from here."""
+    names = [
+        name
+        for name, cls in ONLINE_POLICIES.items()
+        if built_in(cls) and (randomized is None or cls.randomized == randomized)
+    ]
+    return tuple(sorted(names, key=lambda name: name != "lru"))
+
 
 from kvtheory.policies.fifo import FifoLeaf  # noqa: E402
 from kvtheory.policies.lfu import LeafLFU  # noqa: E402
@@ -41,6 +55,7 @@ __all__ = [
     "RandomizedLeafToken",
     "SamplerRule",
     "TokenLRU",
+    "built_in_policies",
     "policy_class",
     "register_policy",
 ]

@@ -112,6 +112,17 @@ class EvictionPolicy(ABC):
     def kept(self) -> dict[int, int]:
         """The cache as {trie node v: tokens of edge v cached, counted from the edge's head}, zeros left out."""
 
+    # -- exact analysis (kvtheory.game) --------------------------------------------------------------------
+    def state_key(self):
+        """A canonical, hashable key of this object's state, or None where the policy gives none (the default).
+
+        Contract: two objects of the same class over the same trie and budget with equal keys behave alike on
+        every future sequence of batches: a deterministic policy gives the same hits batch for batch, and its
+        keys stay equal; a randomized one has the same distribution of future hits and keys (its generator's
+        state is left out). :mod:`kvtheory.game` merges the states of its exact search by this key; without
+        one it keeps each served sequence apart (exact, no merging)."""
+        return None
+
 
 def kept_of_array(kept: np.ndarray) -> dict[int, int]:
     """:meth:`EvictionPolicy.kept` of a cache held as an array of tokens kept per trie node."""

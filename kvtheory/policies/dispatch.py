@@ -9,6 +9,9 @@ The choice comes from an explicit ``backend`` and the run's size, never from wha
   least the class's ``compiled_min_tokens`` tokens in all (for policies whose per-edge cost grows with the
   tokens evicted rather than the queries). Both engines give the same hits from the same seed.
 
+A job of many runs in one process (a sweep's cells) resolves "auto" once for the whole job
+(:func:`job_backend`): numba is loaded once per process, so a long job repays it however short its runs.
+
 A policy class offers its compiled core through two class methods, both None where it has none:
 ``compiled_object`` (an object served batch by batch, for the cluster) and ``run_compiled`` (every query's
 hits in one call).
@@ -19,6 +22,9 @@ from __future__ import annotations
 from kvtheory.errors import InputError
 
 BACKENDS = ("auto", "python", "compiled")
+#: what "auto" becomes for every run of a long job (:func:`job_backend`): each run on its policy's compiled core
+#: where it has one, else on its per-edge class (never an error)
+PREFER_COMPILED = "prefer-compiled"
 
 #: Runs of at least this many queries load a compiled core under "auto": the per-edge radix classes serve
 #: 4-5 us per query (the core 0.5-0.8 us) on the workloads measured (paper-size gsp, adversaries).
@@ -34,8 +40,9 @@ CORE_MIN_DRAWN_TOKENS = 500_000
 
 
 def check_backend(backend: str) -> str:
-    """``backend`` itself if it is one of :data:`BACKENDS`, else an InputError naming them."""
-    if backend not in BACKENDS:
+    """``backend`` itself if it is one of :data:`BACKENDS` (or :data:`PREFER_COMPILED`, which a job passes on to
+    its runs), else an InputError naming them."""
+    if backend not in BACKENDS and backend != PREFER_COMPILED:
         raise InputError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
     return backend
 
@@ -46,10 +53,19 @@ def long_enough(queries: int, tokens: int = 0, min_tokens: int | None = None) ->
     return queries >= CORE_MIN_QUERIES or (min_tokens is not None and tokens >= min_tokens)
 
 
+def job_backend(backend: str, queries: int, tokens: int = 0) -> str:
+    """The backend every run of a job takes, the job serving ``queries`` queries (``tokens`` tokens) in all over
+    its runs: an explicit one is kept; "auto" becomes :data:`PREFER_COMPILED` when the whole job is
+    :func:`long_enough` (by queries, or by tokens as for the samplers), else "python"."""
+    if check_backend(backend) != "auto":
+        return backend
+    return PREFER_COMPILED if long_enough(queries, tokens, CORE_MIN_TOKENS) else "python"
+
+
 def wants_compiled(cls, trie, backend: str) -> bool:
     """Whether ``backend`` asks for ``cls``'s compiled core on a run over ``trie``."""
     if check_backend(backend) != "auto":
-        return backend == "compiled"
+        return backend in ("compiled", PREFER_COMPILED)
     return long_enough(len(trie.end), trie.sequence_tokens, cls.compiled_min_tokens)
 
 

@@ -133,6 +133,16 @@ class LeafTokenSampler(EdgeCache):
             candidates = [int(v) for v in np.flatnonzero(kept) if children[v] == 0 and int(v) not in on_paths]
         return {v: 1.0 / len(candidates) for v in sorted(candidates)}
 
+    # -- exact analysis (kvtheory.game) --------------------------------------------------------------------
+    def state_key(self) -> tuple:
+        """(the cached tokens per edge, the marked edges), both sorted: the candidates are the unmarked cached
+        leaves, drawn uniformly, so this fixes the distribution of everything later (the pool's order and the
+        generator only decide which draw picks which candidate)."""
+        kept = self._kept
+        return tuple((int(v), int(kept[v])) for v in np.flatnonzero(kept)), tuple(
+            v for v, m in enumerate(self._marked) if m
+        )
+
     # -- marks and the candidate pool -------------------------------------------------------------
     def _mark(self, v: int) -> None:
         self._marked[v] = 1

@@ -5,6 +5,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 
+import numpy as np
+
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies import register_policy
 from kvtheory.policies.base import EvictionPolicy, flat_trie_arrays
@@ -124,3 +126,16 @@ class LeafLFU(EdgeCache):
             raise AssertionError(f"evicting {tokens} more tokens did not end within its bound on the rounds")
         for entry in aside:
             heapq.heappush(heap, entry)
+
+    # -- exact analysis (kvtheory.game) --------------------------------------------------------------------
+    def state_key(self) -> tuple:
+        """(the cached tokens per edge, every edge's request count, the dense rank of every edge's last request
+        step): evictions compare (count, last step, -edge) only and every later step is larger than all, so the
+        order of the last steps decides the future, not their values."""
+        kept = self._kept
+        ranks = {step: r for r, step in enumerate(sorted(set(self._last)))}
+        return (
+            tuple((int(v), int(kept[v])) for v in np.flatnonzero(kept)),
+            tuple(self._count),
+            tuple(ranks[step] for step in self._last),
+        )

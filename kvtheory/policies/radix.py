@@ -252,3 +252,22 @@ class RadixPolicy(EvictionPolicy):
                     kept[v] = kept.get(v, 0) + overlap
                 v = parent[v]
         return kept
+
+    # -- exact analysis (kvtheory.game) --------------------------------------------------------------------
+    def state_key(self) -> tuple:
+        """The live radix nodes, each as (bottom, d0, d1, rank of (stamp, cid), rank of cid), sorted.
+
+        Why this is the whole state: a node's tokens are the depths (d0, d1] on the root path of trie node
+        ``bottom``, which fix the tree; evictions compare (stamp, cid) pairs only, and every later stamp and
+        cid is larger than all live ones (the clock advances before a batch, cids only grow), a refreshed or
+        split node taking the new stamp with its own cid. So only the order of the (stamp, cid) pairs and the
+        order of the cids among live nodes decide the future, not their values."""
+        nodes = []
+        stack = list(self._root.children.values())
+        while stack:
+            node = stack.pop()
+            stack.extend(node.children.values())
+            nodes.append(node)
+        by_stamp = {id(n): r for r, n in enumerate(sorted(nodes, key=lambda n: (n.stamp, n.cid)))}
+        by_cid = {id(n): r for r, n in enumerate(sorted(nodes, key=lambda n: n.cid))}
+        return tuple(sorted((n.bottom, n.d0, n.d1, by_stamp[id(n)], by_cid[id(n)]) for n in nodes))

@@ -9,6 +9,7 @@ nodes at depths (d0, d1] of the root path of trie node ``bottom`` (the shallowes
 
 from __future__ import annotations
 
+import copy
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Sequence
@@ -180,30 +181,54 @@ class AuthorsRLT(EvictionPolicy):
         return self.trie.depth[at] if inside is not None else matched
 
     def serve(self, batch: Sequence[int]) -> list[int]:
-        trie = self.trie
-        paths = [trie.path(j) for j in batch]
-        hits: list[int] = []
-        ends: list[_Node] = []
-        for path in paths:  # match_prefix
-            node, matched, _, inside, at = self._descend(path)
-            if inside is not None:
-                node, matched = self._split_and_mark(inside, at), trie.depth[at]
-            hits.append(matched)
-            ends.append(node)
-        missing = union_misses(trie, paths, hits)
+        paths = [self.trie.path(j) for j in batch]
+        hits, ends = self._match_all(paths)
+        missing = union_misses(self.trie, paths, hits)
         overflow = self.size + missing - self.budget
         if overflow > 0:
-            locked: set[_Node] = set()
-            for node in ends:
-                while node is not self._root and node not in locked:
-                    locked.add(node)
-                    node = node.parent
-            freed = self._evict(self.tokens_to_free(overflow, missing), locked)
+            freed = self._evict(self.tokens_to_free(overflow, missing), self._locks(ends))
             if freed < overflow:
                 raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
         for path in paths:
             self._insert(path)
         return hits
+
+    def eviction_distribution(self, batch: Sequence[int]) -> dict[int, float]:
+        """{edge v: probability} that the first token evicted, were ``batch`` served now, is edge v's leaf token
+        (the last token of a candidate leaf node, which lies on trie edge ``bottom``): uniform over the
+        candidates ``evict(k)`` collects after the batch's match_prefix (its splits and marks) and rules R1 and
+        R2, with k the batch's own amount to free, or 1 (the least) where the batch fits. Exact, not a sample;
+        the state is left as it is (the match runs on a copy)."""
+        probe = copy.deepcopy(self, {id(self.trie): self.trie, id(self._rng): None})
+        paths = [self.trie.path(j) for j in batch]
+        hits, ends = probe._match_all(paths)
+        missing = union_misses(self.trie, paths, hits)
+        overflow = probe.size + missing - probe.budget
+        tokens = probe.tokens_to_free(overflow, missing) if overflow > 0 else 1
+        candidates = probe._candidates(tokens, probe._locks(ends))
+        return {node.bottom: 1.0 / len(candidates) for node in candidates}
+
+    def _match_all(self, paths: Sequence[Sequence[int]]) -> tuple[list[int], list[_Node]]:
+        """match_prefix of each path in batch order: (its hits, the node its cached prefix ends at), splitting
+        (and marking the upper node) where a prefix ends inside a node."""
+        hits: list[int] = []
+        ends: list[_Node] = []
+        for path in paths:
+            node, matched, _, inside, at = self._descend(path)
+            if inside is not None:
+                node, matched = self._split_and_mark(inside, at), self.trie.depth[at]
+            hits.append(matched)
+            ends.append(node)
+        return hits, ends
+
+    def _locks(self, ends: Sequence[_Node]) -> set[_Node]:
+        """Every node on the root paths of ``ends``: the batch's matched paths, locked while it is served."""
+        locked: set[_Node] = set()
+        for node in ends:
+            while node is not self._root and node not in locked:
+                locked.add(node)
+                node = node.parent
+        return locked
 
     def _insert(self, path: Sequence[int]) -> None:
         depth = self.trie.depth
@@ -223,12 +248,7 @@ class AuthorsRLT(EvictionPolicy):
     def _evict(self, tokens: int, locked: set[_Node]) -> int:
         """``evict(k)`` with k = ``tokens``: rules R1 and R2, then k uniform draws of a candidate leaf node,
         one token each; return the tokens freed (fewer than k only when no candidate is left)."""
-        if tokens + self.marked_count >= self.budget:
-            self._new_phase("R1")
-        candidates = self._collect(locked)
-        if not candidates or sum(n.d1 - n.d0 for n in candidates) < tokens:
-            self._new_phase("R2")
-            candidates = self._collect(locked)
+        candidates = self._candidates(tokens, locked)
         remain = {n: n.d1 - n.d0 for n in candidates}
         count, freed = len(candidates), 0
         while count and freed < tokens:
@@ -254,6 +274,16 @@ class AuthorsRLT(EvictionPolicy):
                 self._cut_tail(node, left)
         return freed
 
+    def _candidates(self, tokens: int, locked: set[_Node]) -> list[_Node]:
+        """The leaf nodes ``evict(k)`` draws from, k = ``tokens``, after rules R1 and R2 (which may start a phase)."""
+        if tokens + self.marked_count >= self.budget:
+            self._new_phase("R1")
+        candidates = self._collect(locked)
+        if not candidates or sum(n.d1 - n.d0 for n in candidates) < tokens:
+            self._new_phase("R2")
+            candidates = self._collect(locked)
+        return candidates
+
     def _collect(self, locked: set[_Node]) -> list[_Node]:
         """The candidates, in ``collect_leaves``' order (a depth-first walk with a stack of children):
         childless nodes but the root, unmarked and unlocked."""
@@ -271,6 +301,19 @@ class AuthorsRLT(EvictionPolicy):
         """Keep the first ``left`` > 0 tokens of leaf ``node``."""
         node.d1 = node.d0 + left
         node.bottom = self.trie.edge_holding(node.bottom, node.d1)
+
+    # -- exact analysis (kvtheory.game) --------------------------------------------------------------------
+    def state_key(self) -> tuple:
+        """(every radix node as (d0, d1, bottom, marked), sorted; ``marked_count``). The nodes fix the cache and
+        the marks; ``marked_count`` is kept apart because a split's upper node is marked without being counted.
+        The order of the candidate list only decides which draw picks which candidate, not the distribution
+        of what is evicted, and ``phase_starts`` only counts: neither is part of the state."""
+        nodes, stack = [], list(self._root.children.values())
+        while stack:
+            node = stack.pop()
+            stack.extend(node.children.values())
+            nodes.append((node.d0, node.d1, node.bottom, node.marked))
+        return tuple(sorted(nodes)), self.marked_count
 
     def kept(self) -> dict[int, int]:
         depth, parent = self.trie.depth, self.trie.parent

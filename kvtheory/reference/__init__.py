@@ -9,22 +9,22 @@ token), written from docs/model.md and docs/policies.md independently of the fas
 
 from __future__ import annotations
 
-from kvtheory.reference.core import ReferencePolicy, check_instance, token_lists
-from kvtheory.reference.fif import ReferenceFIF
-from kvtheory.reference.fifo import ReferenceFIFO
-from kvtheory.reference.lfu import ReferenceLFU
-from kvtheory.reference.lru import ReferenceLRU, ReferenceLRUNoSplitRefresh
-from kvtheory.reference.random_leaf import ReferenceRandomLeaf
-from kvtheory.reference.rlt import ReferenceRLT
-from kvtheory.reference.rlt_authors import ReferenceAuthorsRLT
-from kvtheory.reference.token_lru import ReferenceTokenLRU
+import importlib
+import pkgutil
 
-REFERENCE_POLICIES: dict[str, type[ReferencePolicy]] = {
-    cls.name: cls
-    for cls in (ReferenceLRU, ReferenceTokenLRU, ReferenceRLT, ReferenceFIFO, ReferenceRandomLeaf, ReferenceLFU)
-}
-"""The online policies, under the same names as kvtheory.ONLINE_POLICIES (FIF is separate: offline), but
-rlt-authors, whose reference keeps SGLang's radix nodes rather than token nodes (:class:`ReferenceAuthorsRLT`)."""
+from kvtheory.reference.core import REFERENCE_POLICIES, ReferencePolicy, check_instance, register_reference, token_lists
+
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
+
+from kvtheory.reference.fif import ReferenceFIF  # noqa: E402
+from kvtheory.reference.fifo import ReferenceFIFO  # noqa: E402
+from kvtheory.reference.lfu import ReferenceLFU  # noqa: E402
+from kvtheory.reference.lru import ReferenceLRU, ReferenceLRUNoSplitRefresh  # noqa: E402
+from kvtheory.reference.random_leaf import ReferenceRandomLeaf  # noqa: E402
+from kvtheory.reference.rlt import ReferenceRLT  # noqa: E402
+from kvtheory.reference.rlt_authors import ReferenceAuthorsRLT  # noqa: E402
+from kvtheory.reference.token_lru import ReferenceTokenLRU  # noqa: E402
 
 
 def reference_policy(
@@ -35,9 +35,7 @@ def reference_policy(
     if policy_name == "fif":
         schedule = [list(range(s, min(s + batch, len(queries)))) for s in range(0, len(queries), batch)]
         return ReferenceFIF(queries, budget, schedule)
-    if policy_name not in REFERENCE_POLICIES:
-        raise KeyError(f"no reference for policy {policy_name!r}; known: fif, {', '.join(REFERENCE_POLICIES)}")
-    return REFERENCE_POLICIES[policy_name](queries, budget, seed=seed)
+    return REFERENCE_POLICIES.lookup(policy_name)(queries, budget, seed=seed)
 
 
 def reference_run(workload, budget: int, policy_name: str, *, batch: int = 1, seed: int | None = None) -> list[int]:
@@ -65,4 +63,5 @@ __all__ = [
     "ReferenceTokenLRU",
     "reference_policy",
     "reference_run",
+    "register_reference",
 ]

@@ -19,8 +19,15 @@ from numbers import Integral
 from typing import ClassVar
 
 from kvtheory.errors import InputError
+from kvtheory.registry import Registry
 
 ROOT = 0
+
+#: the per-token reference of each online policy that has one, under the policy's name (a reference registers
+#: itself with ``@register_reference``, as a policy does): FIF is separate (offline), and so is rlt-authors,
+#: whose reference keeps SGLang's radix nodes rather than token nodes (``ReferenceAuthorsRLT``)
+REFERENCE_POLICIES: Registry = Registry("reference")
+register_reference = REFERENCE_POLICIES.register
 
 
 def token_lists(queries) -> list[list[int]]:

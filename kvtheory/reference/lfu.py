@@ -8,9 +8,10 @@ token on the larger trie node id (kvtheory's PrefixTrie numbering of radix edges
 
 from __future__ import annotations
 
-from kvtheory.reference.core import EdgeNumbering, LeafHeap, ReferencePolicy
+from kvtheory.reference.core import EdgeNumbering, LeafHeap, ReferencePolicy, register_reference
 
 
+@register_reference
 class ReferenceLFU(ReferencePolicy):
     name = "lfu"
 

@@ -1,8 +1,10 @@
 """Reference L-LRU (SGLang's RadixCache): evict the whole least-recently-accessed leaf run."""
 
+from kvtheory.reference.core import register_reference
 from kvtheory.reference.runs import RunPolicy
 
 
+@register_reference
 class ReferenceLRU(RunPolicy):
     name = "lru"
     refresh = True

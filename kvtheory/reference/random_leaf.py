@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvtheory.reference.core import LeafPool, ReferencePolicy
+from kvtheory.reference.core import LeafPool, ReferencePolicy, register_reference
 
 
+@register_reference
 class ReferenceRandomLeaf(ReferencePolicy):
     name = "random-leaf"
     randomized = True

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvtheory.reference.core import LeafPool, ReferencePolicy
+from kvtheory.reference.core import LeafPool, ReferencePolicy, register_reference
 
 
+@register_reference
 class ReferenceRLT(ReferencePolicy):
     name = "rlt"
     randomized = True

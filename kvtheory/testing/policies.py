@@ -2,7 +2,7 @@
 (docs/policies.md §Checking a policy).
 
 Each check takes the policy class and raises AssertionError naming the check, the instance and the broken
-rule; all of them hold for every built-in policy (tests/test_check_policy.py). The model's rules are the
+rule; all of them hold for every built-in policy (tests/policies/test_check_policy.py). The model's rules are the
 engine's (:class:`~kvtheory.policies.ledger.CacheLedger`): hits, budget, prefix closure, residency of the
 batch, no prefetch, demand paging.
 """

@@ -52,11 +52,28 @@ def register(name: str, kind: str = "workload") -> Callable:
     return decorate
 
 
-def generate(name: str, params: Mapping[str, object] | None = None, *, seed: int = 0) -> Workload:
+#: the parameter through which a generator is built for a budget (the adversary families' B)
+BUDGET_PARAMETER = "B"
+#: the parameter that, in a family taking B too, is the slack k = B - L_max + 1 the instance is built for
+SLACK_PARAMETER = "k"
+
+
+def generate(
+    name: str, params: Mapping[str, object] | None = None, *, seed: int = 0, budget: int | None = None
+) -> Workload:
     """Run generator ``name`` with ``params`` (strings are parsed by the parameter's annotation).
+
+    ``budget``: the budget B the workload will be served with. A generator with a budget parameter ``B``
+    (the adversary families) is then built for it: ``B`` follows ``budget`` unless ``params`` sets it, and
+    a ``B`` in ``params`` that differs from ``budget`` is an InputError (an instance built for one budget
+    and served with another is not the adversary its docstring describes). When the family takes the slack
+    ``k`` too and ``params`` sets it, the instance must have it: k = B - L_max + 1, else an InputError (the
+    star families derive k from B, so a k that the budget contradicts would be silently replaced).
 
     >>> len(generate("paging", {"pages": "3", "requests": "10"}, seed=1))
     10
+    >>> generate("imbalanced", {"k": "2", "n": "3"}, budget=16).max_length   # B = 16: L_max = B - k + 1
+    15
     """
     if name not in GENERATORS:
         raise InputError(f"unknown generator {name!r}; known: {', '.join(sorted(GENERATORS))}")
@@ -68,4 +85,19 @@ def generate(name: str, params: Mapping[str, object] | None = None, *, seed: int
         if key not in accepted:
             raise InputError(f"{name} takes no parameter {key!r}; it takes: {', '.join(accepted)}")
         kwargs[key] = parse_value(key, value, hints.get(key, str)) if isinstance(value, str) else value
-    return generator.function(seed=seed, **kwargs)
+    if budget is None or BUDGET_PARAMETER not in accepted:
+        return generator.function(seed=seed, **kwargs)
+    given = kwargs.get(BUDGET_PARAMETER)
+    if given is not None and given != budget:
+        raise InputError(
+            f"{name}: parameter B={given} differs from the budget {budget}; give one of them, or the same value"
+        )
+    kwargs[BUDGET_PARAMETER] = budget
+    workload = generator.function(seed=seed, **kwargs)
+    slack = kwargs.get(SLACK_PARAMETER)
+    if slack is not None and SLACK_PARAMETER in accepted and budget - workload.max_length + 1 != slack:
+        raise InputError(
+            f"{name}: parameter k={slack} does not match the budget {budget}: the instance built for B = {budget} "
+            f"has k = B - L_max + 1 = {budget - workload.max_length + 1}; give k or the budget, not both"
+        )
+    return workload

@@ -12,7 +12,7 @@ from kvtheory.errors import InputError
 from kvtheory.ratio import ratio_of
 from kvtheory.stats import lower_confidence_bound, upper_confidence_bound
 from proofs_check import symbols as S
-from proofs_check.counterexamples import finish
+from proofs_check.counterexamples import finish, save_counterexample
 from proofs_check.instance import Instance
 from proofs_check.measuring import (
     bound_expr,
@@ -35,9 +35,11 @@ from proofs_check.results import CheckResult, Measurement, Options, merge, small
 class UpperEviction(Method):
     """ALG <= f(k, B, ...) * OPT + c against the exact optimum, on families and a hypothesis search."""
 
-    def __init__(self, families: Sequence[Family], searches: Sequence[Search], *, footprint_fallback=False):
+    def __init__(self, families: Sequence[Family], searches: Sequence[Search], *, footprint_fallback=False, exact=None):
         self.families, self.searches = families, searches
         self.footprint_fallback = footprint_fallback
+        #: a proofs_check.exact.ExactCheck: the bound on every sequence of a family of small universes
+        self.exact = exact
 
     def measure(self, claim, instance: Instance, opts: Options, policy=None, seeds: int | None = None) -> Measurement:
         cls = resolve_policy(policy if policy is not None else claim.policies[0])
@@ -119,7 +121,48 @@ class UpperEviction(Method):
         used = [f.label for f in self.families if opts.wants_family(f.label)]
         if used:
             notes.append("families: " + "; ".join(used))
-        return finish(claim, opts, started, tried, worst, violation, notes)
+        result = finish(claim, opts, started, tried, worst, violation, notes)
+        if self.exact is not None and self.exact.wanted(opts):
+            self._exact(claim, opts, policies, result)
+            result.seconds = time.perf_counter() - started
+        return result
+
+    def _exact(self, claim, opts: Options, policies, result: CheckResult) -> None:
+        """The exact step (proofs_check.exact): ``verified`` when the bound holds on every sequence of the
+        family up to the horizon and nothing sampled broke it; an exact counterexample makes it VIOLATED."""
+        from proofs_check.exact import counterexample
+
+        rows, notes, complete = self.exact.run(claim, opts, policies)
+        result.exact = rows
+        result.notes += notes
+        if not rows:
+            return
+        failed = [row for row in rows if not row.holds]
+        worst_row = max(rows, key=lambda row: row.ratio / row.f if row.f else math.inf)
+        horizons = "/".join(map(str, sorted({row.horizon for row in rows})))
+        result.notes.append(
+            f"exact: {len(rows)} (universe, B, L_max, policy) settings of the universes "
+            f"{', '.join(dict.fromkeys(row.universe for row in rows))}, every sequence of up to {horizons} queries "
+            f"at batch {self.exact.batch}; largest worst ratio against f: {worst_row.ratio} vs {worst_row.f} "
+            f"({worst_row.policy} on {worst_row.universe}, B = {worst_row.budget})"
+        )
+        for row in rows:
+            extra = "" if row.excess is None else f", max ALG - f*OPT = {row.excess} vs c = {row.c}"
+            result.notes.append(
+                f"exact: {row.policy} on {row.universe} B={row.budget} L_max={row.length} H={row.horizon}: worst "
+                f"ratio {row.ratio} ({row.alg}/{row.opt} on {list(row.sequence)}) vs f = {row.f}{extra}: "
+                + ("holds" if row.holds else "VIOLATED")
+            )
+        if failed:
+            row = min(failed, key=lambda r: (len(r.sequence), r.universe))
+            m = counterexample(row, self.exact.family[row.universe])
+            result.notes.append(m.note)
+            if result.counterexample is None:
+                result.verdict = "VIOLATED"
+                result.counterexample = m
+                result.saved, result.command = save_counterexample(claim, m, opts, None)
+        elif result.verdict == "holds" and complete:
+            result.verdict = "verified"
 
 
 # -- lower bounds on one worker ---------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """A user's policy written against the subclass API of kvtheory 0.1 (``serve``, ``cached_prefix``, ``kept``,
 keeping its own books): MRU-leaf, as examples/custom_policy.py wrote it before policies became rules. It
 must keep working, checked by the engine like any plug-in, with exactly the misses of the rule version
-(tests/test_engine_checks.py)."""
+(tests/policies/test_engine_checks.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Plug-in policies that break the model, each in one way (tests/test_engine_checks.py): loaded with
+"""Plug-in policies that break the model, each in one way (tests/policies/test_engine_checks.py): loaded with
 ``kvtheory --plugin`` they must be refused by ``evict`` and ``ratio`` with exit status 2 and one line, and
 by :func:`kvtheory.testing.check_policy` with an AssertionError naming the rule."""
 

@@ -13,7 +13,7 @@ multiply-add, no BLAS), and every sum runs left to right in the index order of x
 kernel numpy would pick. The functions run as plain Python on lists (``weights[i]`` five floats,
 ``covariance[i]`` the 25 entries of P_i row by row) and, unchanged, compiled by numba on arrays
 (:mod:`kvtheory.cluster.routers.compiled.rls`, without fast-math, so that LLVM neither fuses nor
-reorders); tests/test_lbgr_fast_path.py checks that both round alike.
+reorders); tests/cluster/test_lbgr_fast_path.py checks that both round alike.
 """
 
 from __future__ import annotations

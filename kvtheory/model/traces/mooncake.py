@@ -15,6 +15,8 @@ import orjson
 from kvtheory.errors import InputError
 from kvtheory.model.query import BlockQuery
 from kvtheory.model.records import MAX_TOKENS, Int, IntArray, RecordType
+from kvtheory.model.traces import register_format
+from kvtheory.model.traces.base import BY_FIELDS, DEFAULT_BLOCK_SIZE, Sample, TraceFormat
 from kvtheory.model.workload import MAX_OUTPUT_LEN, Workload, warn_unknown_keys
 
 FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
@@ -78,6 +80,22 @@ def read_mooncake(path: str | Path, block_size: int = 512) -> Workload:
         raise InputError(f"{path}: empty workload: the file has no requests")
     warn_unknown_keys(path, unknown, ", ".join(FIELDS))
     return Workload(tuple(queries), str(path), tuple(lines))
+
+
+@register_format
+class MooncakeFormat(TraceFormat):
+    name = "mooncake"
+    summary = "Mooncake (FAST'25) JSON Lines: timestamp ms, input_length, output_length, hash_ids"
+    block_size = DEFAULT_BLOCK_SIZE
+
+    @classmethod
+    def read(cls, path: Path, block_size: int) -> Workload:
+        return read_mooncake(path, block_size)
+
+    @classmethod
+    def detect(cls, sample: Sample) -> int:
+        """A first line that is a JSON object with ``hash_ids``."""
+        return BY_FIELDS if sample.has_keys("hash_ids") else 0
 
 
 def write_mooncake(workload: Workload, path: str | Path) -> None:

@@ -3,7 +3,7 @@
 It does what :class:`~kvtheory.policies.rlt_authors.AuthorsRLT` does, step for step and draw for draw
 from the same ``numpy.random.Generator`` (one ``integers(n)`` per evicted token, drawn as numpy does:
 :func:`~kvtheory.policies.compiled.sampler.bounded_draw`), so the two give the same hits, cache, marks and
-phase counts (tests/test_authors_core.py compares them):
+phase counts (tests/policies/test_authors_core.py compares them):
 
 - The dynamic radix tree is the radix kernel's (:mod:`kvtheory.policies.compiled.radix`: int64 rows of
   ``nodes`` indexed by creation id, the per-trie-node ``state`` of first node and tokens kept, and its

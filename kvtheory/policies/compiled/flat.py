@@ -6,7 +6,7 @@ of :class:`~kvtheory.policies.radix.RadixPolicy` is a set of leaves under the ro
 never split, so one run is a handful of int64 arrays indexed by trie node (cached flag, stamp,
 creation id) and one binary heap of (stamp, creation id) pairs: O(edges + queries) memory.
 
-The kernel reproduces the per-edge policy hit for hit (tests/test_flat_core.py compares them): same
+The kernel reproduces the per-edge policy hit for hit (tests/policies/test_flat_core.py compares them): same
 clock (one tick per batch), same creation ids, same lazy heap semantics, so the same leaf is evicted.
 It covers whole-node eviction (L-LRU), and token-at-a-time eviction (token-LRU, FIFO-leaf) when every
 edge holds one token, where evicting a token is evicting its leaf. numba is a required dependency:

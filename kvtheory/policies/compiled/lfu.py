@@ -1,7 +1,7 @@
 """Compiled (numba) core of LFU-leaf on any prefix trie.
 
 It does what :class:`~kvtheory.policies.lfu.LeafLFU` does, step for step, so the two give the same hits
-query for query (tests/test_compiled_cores.py compares them). The cache is ``kept[v]`` tokens per trie edge v
+query for query (tests/policies/test_compiled_cores.py compares them). The cache is ``kept[v]`` tokens per trie edge v
 (rows of ``state``, with the number of cached children, the request count and the step of the last request
 of each edge, and the step of the batch whose paths hold v); eviction order is a lazy binary min-heap of
 (count, last request, -v), encoded as the int64 pair (count, last * (nodes + 1) + nodes - v), an entry

@@ -2,7 +2,7 @@
 
 It does what :class:`~kvtheory.policies.radix.RadixPolicy` does, step for step, with the dynamic radix
 tree held in int64 arrays instead of Python objects, so the two give the same hits query for query
-(tests/test_compiled_cores.py compares them):
+(tests/policies/test_compiled_cores.py compares them):
 
 - A dynamic node is indexed by its creation id ``cid`` (1, 2, ...; the root is 0) and covers the token
   nodes at depths (d0, d1] on the root path of trie node ``bottom`` (the shallowest trie node with depth

@@ -11,7 +11,7 @@ O(edges + queries) memory.
 
 One kernel, :func:`serve_batch`, serves one batch; :class:`CompiledLeafSampler` calls it batch by batch
 (the object ``create`` returns, which the cluster simulation's workers use) and :func:`run_sampler`
-runs a whole workload through it without leaving compiled code. tests/test_sampler_core.py compares
+runs a whole workload through it without leaving compiled code. tests/policies/test_sampler_core.py compares
 both with the per-edge classes hit for hit. numba is a required dependency: there is no interpreted
 fallback.
 """

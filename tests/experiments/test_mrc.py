@@ -1,0 +1,127 @@
+"""Miss-ratio curves (docs/formats.md §Miss-ratio curves): every value is the single evict/opt run's, and OPT's
+curve never decreases with the budget."""
+
+import orjson
+import pytest
+
+from kvtheory.cli import main
+from kvtheory.experiments.mrc import budget_range, miss_ratio_curve
+from kvtheory.model.traces import read_workload, write_mooncake
+from kvtheory.workloads import generate
+
+PARAMS = {"conversations": "10", "turns": "1,3,5", "block_size": "8", "system_len": "20", "user_len": "12"}
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory):
+    path = tmp_path_factory.mktemp("mrc") / "chat.jsonl"
+    write_mooncake(generate("chat-blocks", PARAMS, seed=2), path)
+    return path
+
+
+def _cli(capsys, *argv):
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exited:  # argparse's usage errors
+        code = exited.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_mrc_values_equal_single_evict_and_opt_runs(capsys, trace):
+    workload = read_workload(trace, "mooncake", 8)
+    low = workload.max_length
+    budgets = sorted({low, 2 * low, 4 * low, workload.trie.distinct_tokens})
+    assert len(budgets) == 4
+    code, out, _ = _cli(
+        capsys,
+        "mrc", "--workload", trace, "--block-size", 8, "--budgets", ",".join(map(str, budgets)),
+        "--policies", "lru,rlt,fif", "--seeds", 3, "--workers", 2, "--json",
+    )  # fmt: skip
+    assert code == 0
+    result = orjson.loads(out)
+    assert result["budgets"] == budgets and set(result["hit_rate"]) == {"lru", "rlt", "fif"}
+    for i, budget in enumerate(budgets):
+        common = ["--workload", trace, "--block-size", 8, "--budget", budget, "--json"]
+        _, out, _ = _cli(capsys, "evict", *common, "--policy", "lru")
+        single = orjson.loads(out)
+        assert result["misses"]["lru"][i] == single["misses"] and result["hit_rate"]["lru"][i] == single["hit_rate"]
+        _, out, _ = _cli(capsys, "evict", *common, "--policy", "rlt", "--seeds", 3)
+        assert result["misses"]["rlt"][i] == orjson.loads(out)["misses_mean"]
+        _, out, _ = _cli(capsys, "opt", *common)
+        single = orjson.loads(out)
+        assert result["misses"]["fif"][i] == single["misses"] and result["hit_rate"]["fif"][i] == single["hit_rate"]
+    assert result["opt_status"] == ["optimal"] * len(budgets)
+    assert result["misses"]["fif"][-1] == workload.trie.distinct_tokens  # everything fits: compulsory misses only
+
+
+def test_at_batch_two_opt_is_the_exact_solver(trace):
+    workload = read_workload(trace, "mooncake", 8)
+    from kvtheory.optimum.exact import solve_optimum
+
+    budgets = [2 * workload.max_length, 3 * workload.max_length]
+    result = miss_ratio_curve(workload, budgets, ["fif", "token-lru"], batch=2, workers=1)
+    for i, budget in enumerate(budgets):
+        exact = solve_optimum(workload, budget, batch=2)
+        assert (result["misses"]["fif"][i], result["opt_status"][i]) == (exact.misses, exact.status)
+
+
+def test_opt_curve_never_decreases_with_the_budget(trace):
+    workload = read_workload(trace, "mooncake", 8)
+    budgets = budget_range(f"{workload.max_length}:{workload.trie.distinct_tokens}:12")
+    result = miss_ratio_curve(workload, budgets, ["fif", "lru"], workers=2)
+    rates = result["hit_rate"]["fif"]
+    assert len(rates) == len(budgets) >= 10
+    assert all(a <= b for a, b in zip(rates, rates[1:]))
+    assert all(opt >= lru for opt, lru in zip(rates, result["hit_rate"]["lru"]))
+
+
+def test_mrc_draws_a_plot(capsys, trace, tmp_path):
+    figure = tmp_path / "mrc.png"
+    code, _, _ = _cli(
+        capsys, "mrc", "--workload", trace, "--block-size", 8, "--budget-range", "2000:8000:3",
+        "--policies", "lru,fif", "--workers", 1, "--plot", figure,
+    )  # fmt: skip
+    assert code == 0 and figure.stat().st_size > 1000
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--budgets", "1"], "more than the budget B = 1"),  # with 2000 beside it, B = 1 is reported infeasible
+        (["--budgets", "2000,x"], "--budgets expects integers"),
+        (["--budget-range", "10:5:3"], "LO <= HI"),
+        (["--budgets", "2000", "--format", "parquet"], "invalid choice: 'parquet'"),
+        (["--budgets", "2000", "--policies", "lru,nope"], "nope"),
+    ],
+)
+def test_mrc_bad_input_is_one_line_and_exit_2(capsys, trace, argv, message):
+    if "--policies" not in argv:
+        argv = [*argv, "--policies", "lru"]
+    code, out, err = _cli(capsys, "mrc", "--workload", trace, "--block-size", 8, *argv)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and not out
+
+
+@pytest.mark.slow
+def test_dask_and_the_process_pool_give_the_same_curve(trace):
+    pytest.importorskip("distributed")
+    workload = read_workload(trace, "mooncake", 8)
+    budgets = [workload.max_length, 2 * workload.max_length]
+    local = miss_ratio_curve(workload, budgets, ["lru", "rlt", "fif"], seeds=2, workers=2)
+    dask = miss_ratio_curve(workload, budgets, ["lru", "rlt", "fif"], seeds=2, executor="dask", workers=2)
+    assert dask == local
+
+
+def test_a_bad_trace_line_is_one_line_and_exit_2_on_every_command(capsys, tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"timestamp": 5, "input_length": 3, "output_length": 0, "hash_ids": [1]}\n'
+                    '{"timestamp": 4, "input_length": 3, "output_length": 0, "hash_ids": [1]}\n')  # fmt: skip
+    for argv in (
+        ["evict", "--policy", "lru", "--budget", 10],
+        ["opt", "--budget", 10],
+        ["ratio", "--policy", "lru", "--budget", 10],
+        ["mrc", "--policies", "lru", "--budgets", 10],
+    ):
+        code, out, err = _cli(capsys, *argv, "--workload", path)
+        assert code == 2 and not out and err.count("\n") == 1, argv
+        assert f"{path}:2: timestamp 4 is before the previous line's 5" in err
