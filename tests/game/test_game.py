@@ -353,6 +353,23 @@ def test_a_randomized_policy_without_enumeration_is_refused():
 
 
 # -- known facts ----------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_on_classic_paging_randomization_rises_towards_h_k_and_marking_stays_under_it():
+    """n = k + 1 = 3 pages, B = k = 2, H_k = 3/2 (Fiat et al.: randomized marking is H_k-competitive on k + 1
+    pages, and no randomized algorithm does better). Over a finite horizon: the best randomized ratio never
+    falls as H grows (the adversary keeps every shorter sequence), is at most RLT's (RLT is one randomized
+    algorithm) and at least 1; RLT's exact worst case stays at most H_k and rises with H."""
+    from kvtheory.game import best_randomized
+
+    w = Workload.from_token_lists(PAGING3)
+    h_k = Fraction(3, 2)
+    best = [best_randomized(w, 2, h).upper for h in range(3, 8)]
+    rlt = [worst(w, 2, "rlt", h).ratio for h in range(3, 11)]
+    assert all(a <= b for a, b in zip(best, best[1:])) and best[-1] > best[0] >= 1
+    assert all(b <= r for b, r in zip(best, rlt))
+    assert all(a <= b for a, b in zip(rlt, rlt[1:])) and max(rlt) <= h_k and rlt[-1] > rlt[3]
+
+
 @pytest.mark.parametrize("k", [2])
 @pytest.mark.parametrize("policy", ["lru", "fifo"])
 def test_classic_paging_lru_and_fifo_reach_the_cycle_bound(policy, k):
