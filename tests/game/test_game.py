@@ -4,11 +4,11 @@ policies with every draw enumerated), OPT from FIF (batch 1) and the exact batch
 
 from __future__ import annotations
 
-import itertools
 import random
 from fractions import Fraction
 
 import pytest
+from game_brute_force import ScriptedRng, plain_opt, reference_expectation, sequences, valid
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,34 +20,12 @@ from kvtheory.game.universe import count_configurations
 from kvtheory.model.workload import Workload
 from kvtheory.optimum.exact import solve_optimum
 from kvtheory.optimum.fif import run_fif
-from kvtheory.reference import ReferenceAuthorsRLT, reference_policy
+from kvtheory.reference import ReferenceAuthorsRLT
 from kvtheory.simulate import run_policy
 
 PAGING3 = [[0], [1], [2]]  # classic paging, n = 3 pages
 TREE = [[0, 1], [0, 2], [3]]  # a shared prefix with two leaves, and a lone page
 DEEP = [[0, 1, 2], [0, 1, 3], [4]]
-
-
-def sequences(n: int, horizon: int):
-    for length in range(1, horizon + 1):
-        yield from itertools.product(range(n), repeat=length)
-
-
-def valid(universe: Workload, seq, budget: int, batch: int) -> bool:
-    trie = universe.trie
-    for start in range(0, len(seq), batch):
-        nodes = {v for j in seq[start : start + batch] for v in trie.path(j)}
-        if sum(trie.edge_len[v] for v in nodes) > budget:
-            return False
-    return True
-
-
-def plain_opt(workload: Workload, budget: int, batch: int) -> int:
-    if batch == 1:
-        return run_fif(workload, budget).misses
-    opt = solve_optimum(workload, budget, batch=batch)
-    assert opt.status == "optimal"
-    return opt.misses
 
 
 def brute_worst(queries, budget: int, policy, horizon: int, batch: int = 1) -> Fraction:
@@ -61,46 +39,6 @@ def brute_worst(queries, budget: int, policy, horizon: int, batch: int = 1) -> F
         alg = run_policy(w, budget, policy, batch=batch, backend="python").misses
         best = max(best, Fraction(alg, plain_opt(w, budget, batch)))
     return best
-
-
-class ScriptedRng:
-    """A stand-in for numpy's Generator in the reference policies: integers(n) replays a script of draws and,
-    past it, raises with the number of options."""
-
-    class Past(Exception):
-        pass
-
-    def __init__(self, script):
-        self.script, self.used = script, 0
-
-    def integers(self, n):
-        if self.used == len(self.script):
-            raise ScriptedRng.Past(n)
-        c = self.script[self.used]
-        self.used += 1
-        return c
-
-
-def reference_expectation(queries, budget: int, policy: str, seq, batch: int = 1) -> Fraction:
-    """E[misses] of the reference (token by token) policy on ``seq``: every draw of the whole run enumerated."""
-    chosen = [queries[j] for j in seq]
-    total = sum(len(q) for q in chosen)
-    expected = Fraction(0)
-    pending = [((), Fraction(1))]
-    while pending:
-        script, p = pending.pop()
-        ref = reference_policy(chosen, budget, policy, seed=0)
-        ref.rng = ScriptedRng(script)
-        hits = 0
-        try:
-            for start in range(0, len(chosen), batch):
-                hits += sum(ref.serve(range(start, min(start + batch, len(chosen)))))
-        except ScriptedRng.Past as past:
-            n = past.args[0]
-            pending.extend((script + (c,), p / n) for c in range(n))
-            continue
-        expected += p * (total - hits)
-    return expected
 
 
 # -- OPT: the work function is the exact optimum ----------------------------------------------------------

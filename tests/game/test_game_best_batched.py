@@ -12,12 +12,12 @@ from fractions import Fraction
 from functools import cache
 
 import pytest
+from game_brute_force import plain_opt
 
 from kvtheory.cli import main
 from kvtheory.errors import InputError
 from kvtheory.game import best_deterministic, best_randomized, check_strategies, worst
 from kvtheory.model.workload import Workload
-from tests.game.test_game import plain_opt
 
 PAGING3 = [[0], [1], [2]]
 TREE = [[0, 1], [0, 2], [3]]

@@ -10,12 +10,12 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
+from game_brute_force import plain_opt, reference_expectation, sequences, valid
 
 from kvtheory.errors import InputError
 from kvtheory.game import excess, worst
 from kvtheory.model.workload import Workload
 from kvtheory.simulate import run_policy
-from tests.game.test_game import plain_opt, reference_expectation, sequences, valid
 
 IMBALANCED = [[0, 1], [2], [3], [4]]  # the long-then-short shape: one query of 2 tokens, 3 pages
 TREE = [[0, 1], [0, 2], [3]]

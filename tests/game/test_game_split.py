@@ -5,12 +5,12 @@ from __future__ import annotations
 from concurrent.futures import Future
 
 import pytest
+from game_brute_force import plain_opt
 
 from kvtheory.experiments.executors import make_executor
 from kvtheory.game import worst
 from kvtheory.model.workload import Workload
 from kvtheory.simulate import run_policy
-from tests.game.test_game import plain_opt
 
 
 class InProcess:
