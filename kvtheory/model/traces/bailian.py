@@ -18,8 +18,8 @@ from kvtheory.errors import InputError
 from kvtheory.model.query import BlockQuery
 from kvtheory.model.records import INT64_MAX, MAX_TOKENS, Int, IntArray, Number, RecordType, Text
 from kvtheory.model.traces import register_format
-from kvtheory.model.traces.base import BY_FIELDS, Sample, TraceFormat
-from kvtheory.model.workload import MAX_ARRIVAL, MAX_OUTPUT_LEN, Workload, warn_unknown_keys
+from kvtheory.model.traces.base import BY_FIELDS, Sample, TraceFormat, read_block_trace
+from kvtheory.model.workload import MAX_ARRIVAL, MAX_OUTPUT_LEN, Workload
 
 FIELDS = ("chat_id", "parent_chat_id", "timestamp", "input_length", "output_length", "type", "turn", "hash_ids")
 #: tokens per hash id in every file of the release (``*_blksz_16.jsonl``)
@@ -114,29 +114,7 @@ def read_bailian(path: str | Path, block_size: int = BAILIAN_BLOCK_SIZE) -> Work
     Raises InputError naming ``path:line`` for the first bad line; unknown keys are ignored with one
     warning line naming them.
     """
-    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
-        raise InputError(f"--block-size must be a positive integer, got {block_size!r}")
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read trace file ({exc.strerror})") from None
-    queries, lines, unknown = [], [], set()
-    last = 0.0
-    for number, line in enumerate(data.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        query, timestamp = parse_bailian_line(line, where, block_size, unknown)
-        if timestamp < last:
-            raise InputError(f"{where}: timestamp {timestamp:g} is before the previous line's {last:g}")
-        last = timestamp
-        queries.append(query)
-        lines.append(number)
-    if not queries:
-        raise InputError(f"{path}: empty workload: the file has no requests")
-    warn_unknown_keys(path, unknown, ", ".join(FIELDS))
-    return Workload(tuple(queries), str(path), tuple(lines))
+    return read_block_trace(path, block_size, parse_bailian_line, FIELDS, show="{:g}".format)
 
 
 @register_format

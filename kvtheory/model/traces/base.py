@@ -17,6 +17,7 @@ Equal scores go to the format registered first (built-in formats in module order
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import ClassVar
 import orjson
 
 from kvtheory.errors import InputError
-from kvtheory.model.workload import Workload
+from kvtheory.model.workload import Workload, warn_unknown_keys
 
 #: tokens per hash id of a block trace when neither the command line nor the format says otherwise
 DEFAULT_BLOCK_SIZE = 512
@@ -121,3 +122,40 @@ class TraceFormat:
         """How sure this format is that ``sample`` is in it: 0 (not), :data:`FALLBACK`, :data:`BY_SHAPE`,
         :data:`BY_FIELDS` (and above, for a more specific record) or :data:`BY_NAME`."""
         return 0
+
+
+def read_block_trace(
+    path: str | Path,
+    block_size: int,
+    parse_line: Callable,
+    fields: Sequence[str],
+    show: Callable[[float], str] = str,
+) -> Workload:
+    """A JSON Lines block trace (Mooncake's, Bailian's) read line by line: ``parse_line(line, where, block_size,
+    unknown)`` gives each non-blank line's (query, timestamp) and adds the keys it does not know to ``unknown``;
+    timestamps must never decrease (``show`` writes one in a message). InputError naming ``path:line`` for
+    the first bad line, or the file for an unreadable or empty one; unknown keys (other than ``fields``) are
+    ignored with one warning line naming them."""
+    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
+        raise InputError(f"--block-size must be a positive integer, got {block_size!r}")
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read trace file ({exc.strerror})") from None
+    queries, lines, unknown = [], [], set()
+    last = 0
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        query, timestamp = parse_line(line, where, block_size, unknown)
+        if timestamp < last:
+            raise InputError(f"{where}: timestamp {show(timestamp)} is before the previous line's {show(last)}")
+        last = timestamp
+        queries.append(query)
+        lines.append(number)
+    if not queries:
+        raise InputError(f"{path}: empty workload: the file has no requests")
+    warn_unknown_keys(path, unknown, ", ".join(fields))
+    return Workload(tuple(queries), str(path), tuple(lines))

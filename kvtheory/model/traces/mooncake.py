@@ -16,8 +16,8 @@ from kvtheory.errors import InputError
 from kvtheory.model.query import BlockQuery
 from kvtheory.model.records import MAX_TOKENS, Int, IntArray, RecordType
 from kvtheory.model.traces import register_format
-from kvtheory.model.traces.base import BY_FIELDS, DEFAULT_BLOCK_SIZE, Sample, TraceFormat
-from kvtheory.model.workload import MAX_OUTPUT_LEN, Workload, warn_unknown_keys
+from kvtheory.model.traces.base import BY_FIELDS, DEFAULT_BLOCK_SIZE, Sample, TraceFormat, read_block_trace
+from kvtheory.model.workload import MAX_OUTPUT_LEN, Workload
 
 FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
 
@@ -57,29 +57,7 @@ def read_mooncake(path: str | Path, block_size: int = 512) -> Workload:
     Raises InputError naming ``path:line`` for the first bad line; unknown keys are ignored with one
     warning line naming them.
     """
-    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
-        raise InputError(f"--block-size must be a positive integer, got {block_size!r}")
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read trace file ({exc.strerror})") from None
-    queries, lines, unknown = [], [], set()
-    last = 0
-    for number, line in enumerate(data.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        query, timestamp = parse_mooncake_line(line, where, block_size, unknown)
-        if timestamp < last:
-            raise InputError(f"{where}: timestamp {timestamp} is before the previous line's {last}")
-        last = timestamp
-        queries.append(query)
-        lines.append(number)
-    if not queries:
-        raise InputError(f"{path}: empty workload: the file has no requests")
-    warn_unknown_keys(path, unknown, ", ".join(FIELDS))
-    return Workload(tuple(queries), str(path), tuple(lines))
+    return read_block_trace(path, block_size, parse_mooncake_line, FIELDS)
 
 
 @register_format
