@@ -77,16 +77,7 @@ class _Game:
         self.horizon = horizon
         self.batch = batch
         self._moves: dict = {}
-        n = universe.n_queries
-        if batch == 1:
-            self._batches = {1: [(r,) for r in range(n)]}
-        else:
-            import itertools
-
-            self._batches = {
-                size: [b for b in itertools.product(range(n), repeat=size) if universe.footprint(b) <= universe.budget]
-                for size in range(1, batch + 1)
-            }
+        self._batches = {size: universe.batches(size) for size in range(1, batch + 1)}
 
     def requests(self, t: int):
         """The requester's moves after t queries: (label, batch, queries after it); a batch shorter than beta

@@ -25,7 +25,7 @@ from fractions import Fraction
 import numpy as np
 
 from kvtheory.errors import InputError
-from kvtheory.game.search import _batches, _PolicyStates, _progress, fraction_text, trusted_key
+from kvtheory.game.search import _PolicyStates, _progress, fraction_text, trusted_key
 from kvtheory.game.universe import Universe
 from kvtheory.model.workload import Workload
 from kvtheory.policies import policy_class
@@ -98,7 +98,7 @@ def limit(
     if not trusted_key(cls) or start.state_key() is None:
         raise InputError(f"policy {cls.name!r} has no state key of its own (state_key()): its graph is unknown")
     states = _PolicyStates(start, universe)
-    moves = _batches(universe.n_queries, batch, universe)
+    moves = universe.batches(batch)
     # nodes: index -> (P key, P state, W); edges[u] = [(v, c, d, batch), ...]
     w0 = universe.initial()
     first = (states.initial_key, w0.tobytes())

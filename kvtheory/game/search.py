@@ -17,7 +17,6 @@ evaluated before anything is dropped.
 
 from __future__ import annotations
 
-import itertools
 import sys
 from dataclasses import dataclass
 from fractions import Fraction
@@ -128,11 +127,6 @@ def trusted_key(cls: type) -> bool:
         return True
     definer = next(k for k in cls.__mro__ if "state_key" in k.__dict__)
     return not built_in(definer)
-
-
-def _batches(n: int, size: int, universe: Universe) -> list[tuple[int, ...]]:
-    """Every ordered batch of ``size`` queries whose footprint fits in B."""
-    return [b for b in itertools.product(range(n), repeat=size) if universe.footprint(b) <= universe.budget]
 
 
 def _progress(total: int, enabled: bool, what: str):
@@ -295,7 +289,7 @@ def _search(
     states = _PolicyStates(start, universe)
     if not merge:
         states.keyed = False
-    sizes = {s: _batches(n, s, universe) for s in range(1, min(batch, horizon) + 1)}
+    sizes = {s: universe.batches(s) for s in range(1, min(batch, horizon) + 1)}
     if distinct:
         sizes = {s: [b for b in bs if len(set(b)) == len(b)] for s, bs in sizes.items()}
     best: tuple | None = None  # (value, witness, alg, opt)
@@ -394,7 +388,7 @@ def _split(args, executor):
     args = (workload, budget, name, horizon, batch, state_limit, merge, False, evict_amount, distinct, require)
     parts = []
     if horizon >= batch:
-        firsts = _batches(universe.n_queries, batch, universe)
+        firsts = universe.batches(batch)
         if distinct:
             firsts = [b for b in firsts if len(set(b)) == len(b)]
         futures = {executor.submit(_part, (args, None, b), f"worst-{'-'.join(map(str, b))}"): b for b in firsts}

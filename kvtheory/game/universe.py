@@ -22,6 +22,7 @@ optimum of :mod:`kvtheory.optimum` on every sequence of small universes.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from functools import cached_property
 
@@ -129,6 +130,11 @@ class Universe:
         for j in batch:
             union |= self.query_masks[j]
         return union.bit_count()
+
+    def batches(self, size: int) -> list[tuple[int, ...]]:
+        """Every ordered batch of ``size`` queries whose footprint fits in B (every query fits alone: checked
+        when the universe is made)."""
+        return [b for b in itertools.product(range(self.n_queries), repeat=size) if self.footprint(b) <= self.budget]
 
     def _configurations(self) -> list[int]:
         """Every prefix-closed set of at most B tokens, as bit masks, in order of size then mask."""
