@@ -1,8 +1,8 @@
 """The ``kvtheory`` console script, outside the ``kvtheory`` package so that it runs before the package
 is imported.
 
-Importing kvtheory (numpy, PuLP, SciPy, ...) takes about a second; a Ctrl-C or SIGTERM in that second,
-or while the arguments are parsed, would otherwise end in a Python traceback. Here it ends like any other
+Importing what a command uses (NumPy, the policies, a solver, ...) takes a moment; a Ctrl-C or SIGTERM
+then, or while the arguments are parsed, would otherwise end in a Python traceback. Here it ends like any other
 interrupted command: ``kvtheory: interrupted`` on stderr and exit status 130.
 """
 

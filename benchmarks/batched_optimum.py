@@ -18,6 +18,8 @@ import argparse
 import json
 import sys
 
+from provenance import provenance
+
 from kvtheory.errors import InputError
 from kvtheory.optimum.exact import MIP_SOLVERS, solve_optimum
 from kvtheory.workloads import generate
@@ -76,6 +78,7 @@ def main(argv=None) -> int:
     parser.add_argument("--table", action="store_true", help="print a Markdown table instead of JSON")
     parser.add_argument("--solvers", default=",".join(MIP_SOLVERS), help="MIP back ends (default: highs,cbc)")
     args = parser.parse_args(argv)
+    started = provenance()
     batches, fractions = ((2, 8), (4,)) if args.quick else (BATCHES, FRACTIONS)
     records = []
     for name in WORKLOADS:
@@ -92,7 +95,11 @@ def main(argv=None) -> int:
         "infeasible": sum(r["status"] == "infeasible" for r in records),
         "max_seconds": max((r["seconds"] for r in proven), default=None),
     }
-    print(table(records) if args.table else json.dumps({"summary": summary, "cells": records}, indent=1))
+    print(
+        table(records)
+        if args.table
+        else json.dumps({"summary": summary, "cells": records, "provenance": started}, indent=1)
+    )
     return 0
 
 

@@ -26,6 +26,8 @@ import statistics
 import sys
 import time
 
+from provenance import provenance
+
 from kvtheory.cluster.cluster import Cluster, Worker
 from kvtheory.cluster.costmodel import cost_model_by_name
 from kvtheory.cluster.optimum import exhaustive_optimum, joint_optimum
@@ -126,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--evictions", default="lru,rlt", help="comma-separated eviction policies of the workers")
     parser.add_argument("--json", action="store_true", help="print one JSON object (the default output)")
     args = parser.parse_args(argv)
+    started = provenance()
     limit = args.time_limit or (5.0 if args.quick else 60.0)
     record = {"simulation": simulation_speed(args.quick, args.repeats, tuple(args.evictions.split(",")))}
     if not args.skip_mip:
@@ -135,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             "formulation": "edge",
             "by_workers": mip_scaling(limit, args.seed),
         }
+    record["provenance"] = started
     print(json.dumps(record, indent=1))
     return 0
 

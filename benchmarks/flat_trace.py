@@ -23,6 +23,7 @@ import sys
 import tempfile
 
 import numpy as np
+from provenance import provenance
 from whole_process import KVTHEORY, Measured
 from whole_process import measure as measure_process
 
@@ -125,10 +126,11 @@ def main() -> None:
     parser.add_argument("--policies", default=",".join(POLICIES + ["fif"]), help="comma-separated")
     parser.add_argument("--cold", action="store_true", help="empty numba's cache first (first-call compile timed)")
     args = parser.parse_args()
+    started = provenance()
     if args.cold:
         clear_numba_cache()
     report = measure(args.requests, args.pages, args.alpha, args.budget, args.repeats, args.policies.split(","))
-    print(json.dumps(report, indent=2))
+    print(json.dumps({**report, "provenance": started}, indent=2))
 
 
 if __name__ == "__main__":

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import time
+
+from provenance import provenance
 
 import adversaries  # noqa: F401  (registers the batch family)
 from kvtheory.optimum.exact import MIP_SOLVERS, solve_optimum
@@ -122,6 +123,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the first two instances only")
     args = parser.parse_args(argv)
+    started = provenance()
     instances = INSTANCES[:2] if args.quick else INSTANCES
     records = []
     for number, (name, params, seed, beta, fraction) in enumerate(instances):
@@ -130,7 +132,7 @@ def main(argv=None) -> int:
         print(json.dumps(records[-1]), file=sys.stderr, flush=True)
     report = {
         "command": "python benchmarks/mip_backends.py" + (" --quick" if args.quick else ""),
-        "python": platform.python_version(),
+        "provenance": started,
         "time_limit": TIME_LIMIT,
         "summary": summary(records),
         "instances": records,

@@ -33,6 +33,7 @@ import math
 import sys
 
 import numpy as np
+from provenance import provenance
 
 from kvtheory import Workload, run_fif
 from kvtheory.cluster.joint_mip import solve_joint_mip
@@ -165,6 +166,7 @@ def main(argv=None) -> None:
         "--joint-scales", default="1,64", help="two workers: segment length multipliers (64: prompts of ~3k tokens)"
     )
     args = parser.parse_args(argv)
+    started = provenance()
     limit = 5.0 if args.quick else 60.0
     report = {"family": args.family, "seed": args.seed, "solver": args.solver, "time_limit_s": limit}
     for mode, key, scales in ((single, "single_worker", args.scales), (joint, "two_workers", args.joint_scales)):
@@ -172,6 +174,7 @@ def main(argv=None) -> None:
             report[f"{key}_scale_{scale}"] = {
                 f: ladder(mode, args.family, f, limit, args.seed, args.solver, scale) for f in FORMULATIONS
             }
+    report["provenance"] = started
     print(json.dumps(report, indent=1))
 
 

@@ -5,11 +5,11 @@
     python benchmarks/run.py --json --flat-requests 0   # without the flat 1M-request Zipf trace
 
 Figures: for each online policy and FIF, the in-process simulation time (median of --repeats runs)
-and tokens/second on the whole workload at B = a quarter of its distinct tokens; the wall time and
-peak resident memory of the whole ``kvtheory evict`` / ``kvtheory opt`` process reading the JSON Lines
-file; and a straightforward per-token reference simulation of the same policy (kvtheory.reference: a
-dict of token nodes, one step per token) run on a slice of the workload, scaled to the whole by tokens,
-with the speed-up of the fast path over it and whether both agree hit for hit on the slice.
+and tokens/second on the whole workload at B = a quarter of its distinct tokens; the wall and CPU
+time (user + sys) and peak resident memory of the whole ``kvtheory evict`` / ``kvtheory opt`` process
+reading the JSON Lines file; and a straightforward per-token reference simulation of the same policy
+(kvtheory.reference: a dict of token nodes, one step per token) run on a slice of the workload, scaled to
+the whole by tokens, with the speed-up of the fast path over it and whether both agree hit for hit on the slice.
 Then, in the same run, the flat Zipf trace of benchmarks/flat_trace.py (1M one-token requests, every policy
 and FIF as whole processes against libCacheSim's C LRU on the same requests), under "flat_trace".
 """
@@ -27,6 +27,7 @@ from functools import partial
 
 from flat_trace import POLICIES as FLAT_POLICIES
 from flat_trace import measure as measure_flat_trace
+from provenance import provenance
 from whole_process import KVTHEORY
 from whole_process import measure as measure_process
 
@@ -57,9 +58,13 @@ def _median_time(function, repeats: int) -> tuple[float, object]:
 
 
 def _process(argv: list[str], repeats: int) -> dict:
-    """Median wall time of a whole CLI process, and its peak resident memory."""
+    """Median wall and CPU time of a whole CLI process, and its peak resident memory."""
     run = measure_process(KVTHEORY, argv, repeats)
-    return {"process_seconds": run.wall_seconds, "process_peak_rss_mb": run.peak_rss_mb}
+    return {
+        "process_seconds": run.wall_seconds,
+        "process_cpu_seconds": run.cpu_seconds,
+        "process_peak_rss_mb": run.peak_rss_mb,
+    }
 
 
 def _run(workload, budget: int, name: str, seed: int = 0):
@@ -74,6 +79,7 @@ def main() -> None:
     parser.add_argument("--slice", type=int, default=24, help="queries in the reference slice")
     parser.add_argument("--flat-requests", type=int, default=1_000_000, help="flat Zipf trace length (0: skip)")
     args = parser.parse_args()
+    started = provenance()
 
     params = {"groups": 16, "prompts": 8} if args.quick else {}
     workload = generate("gsp", params, seed=0)
@@ -123,6 +129,7 @@ def main() -> None:
     if args.flat_requests:
         flat = measure_flat_trace(args.flat_requests, 100_000, 0.9, 10_000, args.repeats, FLAT_POLICIES + ["fif"])
         report["flat_trace"] = flat
+    report["provenance"] = started
     print(json.dumps(report, indent=2))
 
 

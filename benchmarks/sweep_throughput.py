@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import orjson
+from provenance import provenance
 
 from kvtheory.experiments import sweep
 from kvtheory.experiments.executors import LocalExecutor
@@ -43,6 +44,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="pool processes (default 2)")
     parser.add_argument("--cells", type=int, default=0, help="a stride sample of this many cells (0: all)")
     args = parser.parse_args()
+    started = provenance()
 
     cells = expand(load_spec(args.spec), where=args.spec)
     if args.cells and args.cells < len(cells):
@@ -94,6 +96,7 @@ def main() -> None:
                 "identical_records": pool_lines == loop_lines,
                 "load_avg_before": [round(x, 2) for x in load_before],
                 "load_avg_after": [round(x, 2) for x in os.getloadavg()],
+                "provenance": started,
             },
             indent=2,
         )

@@ -5,7 +5,7 @@ chat-blocks generator, nothing downloaded); prints one JSON object.
     python benchmarks/traces.py --json --quick    # a 1,200-request trace, for a smoke run
 
 Figures: writing the trace; reading it (``read_workload(..., "mooncake")`` and the block-built trie) as a
-whole process, with its peak resident memory; every online policy (``kvtheory evict``) and FIF
+whole process, with its CPU time (user + sys) and peak resident memory; every online policy (``kvtheory evict``) and FIF
 (``kvtheory opt``) as whole processes at B = 2,000,000 tokens (a twelfth of the distinct tokens); and an
 8-budget ``kvtheory mrc`` of lru, rlt and fif on 2 worker processes (the parent's peak memory; each
 worker holds one copy of the workload).
@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from provenance import provenance
 from whole_process import KVTHEORY, printing_peak
 from whole_process import measure as measure_process
 
@@ -43,9 +44,13 @@ _READ = printing_peak(
 
 
 def _process(program: str, argv: list[str], repeats: int) -> dict:
-    """Median wall time of a whole Python process, and its peak resident memory."""
+    """Median wall and CPU time of a whole Python process, and its peak resident memory."""
     run = measure_process(program, argv, repeats)
-    return {"process_seconds": round(run.wall_seconds, 3), "process_peak_rss_mb": round(run.peak_rss_mb, 1)}
+    return {
+        "process_seconds": round(run.wall_seconds, 3),
+        "process_cpu_seconds": round(run.cpu_seconds, 3),
+        "process_peak_rss_mb": round(run.peak_rss_mb, 1),
+    }
 
 
 def main() -> None:
@@ -54,6 +59,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a tenth of the conversations")
     parser.add_argument("--repeats", type=int, default=1, help="runs per process figure (median)")
     args = parser.parse_args()
+    started = provenance()
     params = {**TRACE, "conversations": TRACE["conversations"] // (10 if args.quick else 1)}
     budget = BUDGET // (10 if args.quick else 1)
     report: dict = {"trace": params, "budget": budget}
@@ -90,6 +96,7 @@ def main() -> None:
                 args.repeats,
             ),
         }
+    report["provenance"] = started
     print(json.dumps(report, indent=2))
 
 

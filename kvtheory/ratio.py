@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from kvtheory.errors import InputError
 from kvtheory.model.batches import slack_fields
+from kvtheory.model.blocks import block_workload
 from kvtheory.model.workload import Workload
 from kvtheory.optimum.exact import Optimum, solve_optimum
 from kvtheory.policies import policy_class
@@ -71,6 +72,7 @@ class RatioReport:
     is also the mean of the per-seed steady ratios (given, with several seeds, as ``steady_ratio_mean``
     beside ``steady_ratios``). As ``ratios``, they divide by the incumbent when OPT is not proven.
     A slack k < 1 is reported as ``k: null`` with a ``k_reason`` (:func:`~kvtheory.model.batches.slack_fields`).
+    ``block_size``: the cache's block size b (docs/model.md §Blocks): misses and D in tokens, k in blocks.
     """
 
     policy: str
@@ -80,6 +82,7 @@ class RatioReport:
     optimum: Optimum
     runs: tuple[RunResult, ...]
     compulsory: int | None = None
+    block_size: int = 1
 
     @property
     def steady_ratios(self) -> list[float]:
@@ -101,13 +104,15 @@ class RatioReport:
         upper = summarize([ratio_of(run.misses, self.optimum.bound) for run in self.runs])
         misses = summarize([run.misses for run in self.runs])
         worst = max(range(len(ratios)), key=ratios.__getitem__)
-        max_length = (self.budget - self.k + 1) // self.batch  # k = B - beta * L_max + 1
+        slots = self.budget // self.block_size  # B / b: the budget in blocks (B at b = 1)
+        max_length = (slots - self.k + 1) // self.batch  # k = B / b - beta * L_max + 1, L_max in blocks
         record = {
             "policy": self.policy,
             "budget": self.budget,
             "batch": self.batch,
-            **slack_fields(self.budget, max_length, self.batch),
+            **slack_fields(slots, max_length, self.batch),
             "evict_amount": self.runs[0].evict_amount,
+            "block_size": self.block_size,
             "queries": self.runs[0].queries,
             "tokens": self.runs[0].tokens,
             "opt_misses": self.opt_misses,
@@ -124,6 +129,11 @@ class RatioReport:
             "worst_seed": self.runs[worst].seed,
             "worst_ratio": ratios[worst],
         }
+        if self.runs[0].predictor is not None:  # a policy that follows predictions: their error, per seed
+            etas = [run.eta for run in self.runs]
+            record.update(predictor=self.runs[0].predictor, noise=self.runs[0].noise, etas=etas)
+            record["eta_mean"] = math.fsum(etas) / len(etas)
+            record["eta_over_opt"] = record["eta_mean"] / self.opt_misses if self.opt_misses else math.inf
         if self.compulsory is not None:
             record["compulsory_misses"] = self.compulsory
             record["steady_ratio"] = steady_ratio(misses.mean, self.opt_misses, self.compulsory)
@@ -146,6 +156,7 @@ def competitive_ratio(
     opt_time_limit: float | None = OPT_TIME_LIMIT,
     evict_amount: str = "shortfall",
     backend: str = "auto",
+    block_size: int = 1,
 ) -> RatioReport:
     """Measure ALG/OPT for ``policy`` on ``workload``; a deterministic policy runs once. ``evict_amount``:
     the policy evicts the shortfall or the whole allocation (:class:`~kvtheory.policies.EvictionPolicy`);
@@ -154,19 +165,31 @@ def competitive_ratio(
     checks (:func:`kvtheory.simulate.run_policy`), so no ratio rests on hits the policy reported itself.
 
     ``optimum``: the instance's optimum if already solved (several policies share one), else it is
-    solved here within ``opt_time_limit`` seconds.
+    solved here within ``opt_time_limit`` seconds. ``block_size`` b: the policy and the optimum both in blocks
+    of b tokens (docs/model.md §Blocks); D is then the misses of serving every distinct block once, in tokens.
 
     >>> w = Workload.from_token_lists([[1], [2], [3]] * 4)
     >>> competitive_ratio(w, 2, "lru").ratios   # 12 misses against Belady's 7
     [1.7142857142857142]
     """
     if optimum is None:
-        optimum = solve_optimum(workload, budget, batch=batch, time_limit=opt_time_limit)
-    elif (optimum.batch, optimum.budget) != (batch, budget):
+        optimum = solve_optimum(workload, budget, batch=batch, time_limit=opt_time_limit, block_size=block_size)
+    elif (optimum.batch, optimum.budget, optimum.block_size) != (batch, budget, block_size):
         raise InputError(
-            f"the optimum given is for B = {optimum.budget}, beta = {optimum.batch}, not B = {budget}, beta = {batch}"
+            f"the optimum given is for B = {optimum.budget}, beta = {optimum.batch}, b = {optimum.block_size}, not "
+            f"B = {budget}, beta = {batch}, b = {block_size}"
         )
     cls = policy_class(policy) if isinstance(policy, str) else policy
     seeds = list(seeds) if cls.randomized else list(seeds)[:1]
-    runs = tuple(run_seeds(workload, budget, cls, seeds, batch=batch, evict_amount=evict_amount, backend=backend))
-    return RatioReport(cls.name, budget, batch, runs[0].k, optimum, runs, workload.trie.distinct_tokens)
+    options = {"batch": batch, "evict_amount": evict_amount, "backend": backend, "block_size": block_size}
+    runs = tuple(run_seeds(workload, budget, cls, seeds, **options))
+    return RatioReport(cls.name, budget, batch, runs[0].k, optimum, runs, _compulsory(workload, block_size), block_size)
+
+
+def _compulsory(workload: Workload, block_size: int) -> int:
+    """D in tokens: the distinct token nodes at b = 1; at block size b, the tokens missed by serving each distinct
+    block once and no partial block ever (T - b (sum n_j - distinct blocks))."""
+    if block_size == 1:
+        return workload.trie.distinct_tokens
+    view = block_workload(workload, block_size)
+    return view.token_misses(0 if view.workload is None else view.workload.trie.distinct_tokens)

@@ -17,7 +17,26 @@ kvtheory.errors.InputError: unknown shape 'circle'; known shapes: square
 
 from __future__ import annotations
 
+import importlib
+
 from kvtheory.errors import InputError
+
+#: kind of plug-in -> modules still to import before one of that kind is looked up (:func:`add_provider`)
+_PROVIDERS: dict[str, list[str]] = {}
+
+
+def add_provider(kind: str, module: str) -> None:
+    """Have ``module`` imported (by name) by :func:`import_providers` for ``kind``: how a module that
+    registers plug-ins from a layer above their registry becomes known to it, wired by the one layer
+    that knows both (``kvtheory/__init__.py`` names ``adversaries`` for the workload generators), with
+    no import going up."""
+    _PROVIDERS.setdefault(kind, []).append(module)
+
+
+def import_providers(kind: str) -> None:
+    """Import, once, every module :func:`add_provider` named for ``kind``."""
+    for module in _PROVIDERS.pop(kind, []):
+        importlib.import_module(module)
 
 
 class Registry(dict):

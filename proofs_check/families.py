@@ -9,6 +9,9 @@
   just evicted. Non-marking random eviction keeps evicting the cycle's own pages (about k misses a
   phase, a geometric wait for the victim); a marking rule evicts only unmarked pages (about H_k); the
   optimum pays 1.
+* :func:`multiplicity_tie`: three batches of three queries where, among tokens next requested in the same batch,
+  the deeper one is shared by fewer of its queries: evicting by depth alone (FIF's batch-1 rule, blind-oracle
+  with true predictions) pays 17 where the optimum pays 16 (docs/optima.md §Batch size >= 2: FIF is not optimal).
 * :func:`graham_tight`: M(M-1) one-token queries, then one of M tokens (a_cached = a_miss = 1): greedy
   list scheduling ends at 2M - 1 against the optimum M, Graham's bound 2 - 1/M exactly.
 * :func:`hot_prefix`: n queries sharing one prefix of P tokens, distinct suffixes (claim 9, affinity).
@@ -87,6 +90,12 @@ def random_killer(*, k: int = 8, L: int = 2, phases: int = 12, passes: int = 0) 
         missing = victim
     workload = Workload.from_token_lists([queries[i] for i in order])
     return Instance(workload, k + L - 1, origin=f"random-killer k={k} L={L} phases={phases}", meta={"n": len(order)})
+
+
+def multiplicity_tie() -> Instance:
+    shared = [[1, 2, 3, 4], [1, 2, 3, 5], [6, 7]]
+    workload = Workload.from_token_lists([*shared, [9], [10], [11], *shared])
+    return Instance(workload, 7, 3, origin="multiplicity-tie B=7 beta=3")
 
 
 def graham_tight(*, M: int = 3) -> Instance:

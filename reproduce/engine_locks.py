@@ -17,6 +17,7 @@ per seed and variant the hit rate and p50 latency/TTFT, and per policy the mean 
 from __future__ import annotations
 
 import argparse
+import heapq
 import json
 import sys
 
@@ -25,6 +26,7 @@ from kvtheory.cluster.costmodel import cost_model_by_name
 from kvtheory.cluster.engines import ContinuousWorker
 from kvtheory.cluster.simulation import simulate
 from kvtheory.policies import policy_class
+from kvtheory.policies.ledger import CheckedPolicy
 from kvtheory.stats import summarize
 from kvtheory.workloads import generate
 
@@ -56,12 +58,23 @@ class HeldSampler:
 
 
 class HeldLFU:
-    """LFU-leaf whose eviction skips the paths of ``held`` (their counts untouched)."""
+    """LFU-leaf whose eviction skips the paths of ``held`` (their counts untouched): their entries leave the
+    eviction heap for the eviction and go back after it."""
 
     held: list[int] = []
 
-    def _evict(self, tokens, on_paths, *rest):
-        super()._evict(tokens, set(on_paths) | {v for j in self.held for v in self.trie.path(j)}, *rest)
+    def _evict(self, tokens, *rest):
+        held = {v for j in self.held for v in self.trie.path(j)}
+        heap = self._heap
+        aside = [entry for entry in heap if -entry[2] in held]
+        if aside:
+            heap[:] = [entry for entry in heap if -entry[2] not in held]
+            heapq.heapify(heap)
+        try:
+            super()._evict(tokens, *rest)
+        finally:
+            for entry in aside:
+                heapq.heappush(heap, entry)
 
 
 class HeldAuthors:
@@ -83,8 +96,11 @@ HELD = {"lfu": HeldLFU, "rlt-authors": HeldAuthors}
 
 
 def serve_with_locks(self, new, matched):
-    """ContinuousWorker._serve with a true lock: the admitted requests alone, the running ones held."""
-    self.policy.held = self.admitted[: len(self.admitted) - len(new)]
+    """ContinuousWorker._serve with a true lock: the admitted requests alone, the running ones held. The
+    cluster serves each worker's policy through a CheckedPolicy (its ledger checks every batch), so the held
+    requests are handed to the policy object inside it, whose eviction reads them."""
+    inner = self.policy.policy if isinstance(self.policy, CheckedPolicy) else self.policy
+    inner.held = self.admitted[: len(self.admitted) - len(new)]
     self.policy.serve(new)
 
 

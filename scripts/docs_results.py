@@ -99,6 +99,12 @@ def record(name: str, command: list[str]) -> dict:
     seconds = round(time.perf_counter() - started, 1)
     if done.returncode not in (0, 1):  # kvtheory check exits 1 when a verdict changed: still a result
         raise SystemExit(f"docs_results: {' '.join(command)} exited {done.returncode}: {done.stderr[-500:]}")
+    try:
+        output = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        raise SystemExit(
+            f"docs_results: {' '.join(command)} printed no JSON (exit {done.returncode}): {done.stderr[-500:]}"
+        ) from None
     entry = {
         "command": " ".join(command),
         "commit": rev,
@@ -106,7 +112,7 @@ def record(name: str, command: list[str]) -> dict:
         "recorded": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "seconds": seconds,
         "exit_status": done.returncode,
-        "output": json.loads(done.stdout),
+        "output": output,
     }
     path = RESULTS / f"{name}.jsonl"
     kept = [r for r in read_records(path) if r["command"] != entry["command"]] if path.exists() else []
@@ -127,8 +133,30 @@ def provenance(records: list[dict], *, shown: bool = False) -> str:
             "Recorded by the commands of the table "
             + "; ".join(f"({len(commands)} runs) {where}" for where, commands in groups.items())
             + "."
+            + _machine(records)
         )
-    return "Recorded by " + "; ".join(f"{', '.join(commands)} {where}" for where, commands in groups.items()) + "."
+    return (
+        "Recorded by "
+        + "; ".join(f"{', '.join(commands)} {where}" for where, commands in groups.items())
+        + "."
+        + _machine(records)
+    )
+
+
+def _machine(records: list[dict]) -> str:
+    """Where the benchmark runs among ``records`` ran, from the ``provenance`` each stores
+    (benchmarks/provenance.py): CPU, cores, versions, and the load average at each run's start."""
+    runs = [r["output"]["provenance"]["machine"] for r in records if "provenance" in r["output"]]
+    if not runs:
+        return ""
+    where = "; ".join(
+        dict.fromkeys(
+            f"{m['cpu']}, {m['cores']} cores, Python {m['python']}, numpy {m['numpy']}, numba {m['numba']}"
+            for m in runs
+        )
+    )
+    loads = ", ".join(f"{m['load_average'][0]:g}" for m in runs)
+    return f" Ran on {where}; load average at the start {loads}."
 
 
 # -- renderers ------------------------------------------------------------------------------------------
@@ -212,6 +240,8 @@ def _benchmark(name: str):
     """A script of benchmarks/ as a module (its own table layout is reused, not copied)."""
     import importlib.util
 
+    if str(ROOT / "benchmarks") not in sys.path:  # the scripts import their helpers (provenance) by name
+        sys.path.insert(0, str(ROOT / "benchmarks"))
     spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", ROOT / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -231,18 +261,20 @@ def batched_optimum_table(records: list[dict]) -> str:
 
 
 def sweeps_table(records: list[dict]) -> str:
-    """``python benchmarks/sweep_throughput.py``: a plain loop against the local process pool."""
-    (run,) = records
-    o = run["output"]
-    same = "yes" if o["identical_records"] else "NO"
-    return (
-        "| cells | plain loop | local pool | identical records | CPU seconds (loop / pool) | load average |\n"
-        "| --- | --- | --- | --- | --- | --- |\n"
-        f"| {o['cells']} of `{o['spec']}` | {o['sequential_cells_per_s']} cells/s ({o['sequential_s']} s) "
-        f"| {o['local_pool_cells_per_s']} cells/s ({o['local_pool_s']} s, {o['workers']} processes) | {same} "
-        f"| {o['sequential_cpu_s']} / {o['local_pool_cpu_s']} | {o['load_avg_before'][0]} on {o['cpus']} cores |\n\n"
-        f"{provenance(records)}\n"
-    )
+    """``python benchmarks/sweep_throughput.py``: a plain loop against the local process pool, a row per run."""
+    lines = [
+        "| cells | plain loop | local pool | identical records | CPU seconds (loop / pool) | load average |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for run in records:
+        o = run["output"]
+        same = "yes" if o["identical_records"] else "NO"
+        lines.append(
+            f"| {o['cells']} of `{o['spec']}` | {o['sequential_cells_per_s']} cells/s ({o['sequential_s']} s) "
+            f"| {o['local_pool_cells_per_s']} cells/s ({o['local_pool_s']} s, {o['workers']} processes) | {same} "
+            f"| {o['sequential_cpu_s']} / {o['local_pool_cpu_s']} | {o['load_avg_before'][0]} on {o['cpus']} cores |"
+        )
+    return "\n".join(lines) + f"\n\n{provenance(records)}\n"
 
 
 def mip_backends_table(records: list[dict]) -> str:
@@ -344,25 +376,100 @@ POLICY_ORDER = ("lru", "token-lru", "fifo", "lfu", "rlt", "rlt-authors", "random
 
 
 def traces_table(records: list[dict]) -> str:
-    """``python benchmarks/traces.py``: whole processes on a Mooncake-format trace."""
+    """``python benchmarks/traces.py``: whole processes on a Mooncake-format trace, a table per stored run."""
+    parts = []
+    for run in records:
+        o = run["output"]
+        policies = [
+            k for k in o if isinstance(o[k], dict) and "process_seconds" in o[k] and k not in ("read", "fif", "mrc")
+        ]
+        policies.sort(key=lambda k: (POLICY_ORDER.index(k) if k in POLICY_ORDER else len(POLICY_ORDER), k))
+        rows = [("read the trace and build its trie", o["read"])]
+        rows += [(f"`kvtheory evict --policy {k}`", o[k]) for k in policies]
+        rows.append(("`kvtheory opt` (FIF)", o["fif"]))
+        m = o["mrc"]
+        rows.append((f"`kvtheory mrc` of {m['policies']}, 8 budgets, {m['workers']} processes", m))
+        lines = ["| process | CPU seconds | wall seconds | peak RSS |", "| --- | --- | --- | --- |"]
+        lines += [
+            f"| {what} | {r['process_cpu_seconds']:.2f} | {r['process_seconds']:.2f} "
+            f"| {r['process_peak_rss_mb']:.0f} MB |"
+            for what, r in rows
+        ]
+        parts.append(
+            f"{o['requests']:,} requests of {o['trace']['conversations']:,} conversations, {o['tokens']:,} tokens "
+            f"({o['distinct_tokens']:,} distinct, {o['radix_nodes']:,} radix nodes, a {o['file_mb']} MB file), "
+            f"B = {o['budget']:,}:\n\n" + "\n".join(lines) + f"\n\n{provenance([run])}\n"
+        )
+    return "\n".join(parts)
+
+
+def single_worker_table(records: list[dict]) -> str:
+    """``python benchmarks/run.py``: each policy and FIF on one worker, in process and as a whole process,
+    against the per-token reference on a slice scaled to the whole by tokens."""
     (run,) = records
     o = run["output"]
-    policies = [
-        k for k in o if isinstance(o[k], dict) and "process_seconds" in o[k] and k not in ("read", "fif", "mrc")
+    s = o["slice"]
+    lines = [
+        "| policy | simulation | tokens/s | whole process (CPU; wall) | peak RSS | reference, scaled | speed-up "
+        "| hits as the reference's |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    policies.sort(key=lambda k: (POLICY_ORDER.index(k) if k in POLICY_ORDER else len(POLICY_ORDER), k))
-    rows = [("read the trace and build its trie", o["read"])]
-    rows += [(f"`kvtheory evict --policy {k}`", o[k]) for k in policies]
-    rows.append(("`kvtheory opt` (FIF)", o["fif"]))
-    m = o["mrc"]
-    rows.append((f"`kvtheory mrc` of {m['policies']}, 8 budgets, {m['workers']} processes", m))
-    lines = ["| process | wall seconds | peak RSS |", "| --- | --- | --- |"]
-    lines += [f"| {what} | {r['process_seconds']:.2f} | {r['process_peak_rss_mb']:.0f} MB |" for what, r in rows]
+    names = sorted(o["policies"], key=lambda k: (*POLICY_ORDER, "fif").index(k) if k in (*POLICY_ORDER, "fif") else 99)
+    for name in names:
+        e = o["policies"][name]
+        same = e["identical_to_reference_on_slice"]
+        same = "yes" if same is True else "NO" if same is False else "in distribution (tested)"
+        lines.append(
+            f"| {'fif (OPT)' if name == 'fif' else name} | {e['seconds']:.3f} s "
+            f"| {e['tokens_per_second'] / 1e6:.3g} M "
+            f"| {e['process_cpu_seconds']:.2f} s; {e['process_seconds']:.2f} s | {e['process_peak_rss_mb']:.0f} MB "
+            f"| {e['reference_scaled_seconds']:,.0f} s | {e['speedup_vs_reference']:,.0f}x | {same} |"
+        )
+    params = o["workload"]["params"]
+    setting = "the paper's size" if isinstance(params, str) else " x ".join(f"{v} {k}" for k, v in params.items())
     return (
-        f"{o['requests']:,} requests of {o['trace']['conversations']:,} conversations, {o['tokens']:,} tokens "
-        f"({o['distinct_tokens']:,} distinct, {o['radix_nodes']:,} radix nodes, a {o['file_mb']} MB file), "
-        f"B = {o['budget']:,}:\n\n" + "\n".join(lines) + f"\n\n{provenance(records)}\n"
+        f"gsp ({setting}, seed {o['workload']['seed']}): {o['queries']:,} queries, {o['tokens']:,} tokens "
+        f"({o['distinct_tokens']:,} distinct), B = {o['budget']:,}; the reference ran on the first {s['queries']} "
+        f"queries ({s['tokens']:,} tokens, B = {s['budget']:,}).\n\n"
+        + "\n".join(lines)
+        + f"\n\n{provenance(records)}\n"
     )
+
+
+SOLVER_NAMES = {"cbc": "CBC", "highs": "HiGHS"}
+
+
+def _reach(ladder: dict) -> str:
+    best = ladder["largest_solved"]
+    if best is None:
+        return "none, not even the smallest"
+    return f"{best['queries']:,} queries, {best['tokens']:,} tokens" + (
+        " (the largest tried)" if ladder["first_unsolved"] is None else ""
+    )
+
+
+def mip_scaling_table(records: list[dict]) -> str:
+    """``python benchmarks/mip_scaling.py``: the largest instance each MIP formulation proves optimal within
+    the time limit, a row per worker count and prompt-length scale, per stored run (solver)."""
+    lines = [
+        "| instance | solver | limit | token formulation | edge formulation | edge / token (tokens) |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for run in records:
+        o = run["output"]
+        for key, ladders in o.items():
+            if not key.startswith(("single_worker_scale_", "two_workers_scale_")):
+                continue
+            workers = "one worker" if key.startswith("single") else "two workers"
+            token, edge = ladders["token"]["largest_solved"], ladders["edge"]["largest_solved"]
+            sample = edge or token
+            length = f", ~{sample['tokens'] / sample['queries']:,.0f}-token prompts" if sample else ""
+            ratio = f"{edge['tokens'] / token['tokens']:.1f}x" if edge and token else "-"
+            lines.append(
+                f"| {workers}{length} | {SOLVER_NAMES[o['solver']]} | {o['time_limit_s']:g} s "
+                f"| {_reach(ladders['token'])} | {_reach(ladders['edge'])} | {ratio} |"
+            )
+    return "\n".join(lines) + f"\n\n{provenance(records)}\n"
 
 
 def cluster_simulation_table(records: list[dict]) -> str:
@@ -459,6 +566,8 @@ def table1_tables(records: list[dict]) -> str:
     for run in records:
         o = run["output"]
         engine = o["simulation_options"].get("engine", "batch")
+        mfu = o["cost_model"]["mfu"]
+        engine += "" if mfu == 0.5 else f", MFU {mfu:g}"
         amount = o["simulation_options"].get("evict_amount") or "shortfall"
         seeds = len(o["seeds"])
         for r in o["rows"]:
@@ -522,6 +631,217 @@ def exact_game_table(records: list[dict]) -> str:
     )
 
 
+def _cluster_setting(s: dict) -> str:
+    tp = f"{s['tp']} x " if s["tp"] > 1 else ""
+    return (
+        f"{s['model']} on {tp}{s['gpu']} ({s['workers']} workers, B = {s['budget']:,} tokens each, a_miss = "
+        f"{s['a_miss'] * 1e6:.1f} us/token, a_cached = {s['a_cached'] * 1e9:.0f} ns/token, decode "
+        f"{s['decode'] * 1e3:.1f} ms/token)"
+    )
+
+
+def cluster_main_tables(records: list[dict]) -> str:
+    """``python -m kvtheory.cluster.report --json --only main``: one table per model setting, every workload,
+    router and eviction (means over the record's seeds), with each workload's offered load."""
+    parts = []
+    for r in (r for r in records if "main" in r["output"]):
+        seeds = r["output"]["seeds"]
+        for s in r["output"]["main"]["settings"]:
+            lines = [
+                "| workload | router | eviction | hit rate | p50 latency (s) | p95 latency (s) | p50 TTFT (s) "
+                "| throughput (q/s) |",
+                "| --- | --- | --- | --- | --- | --- | --- | --- |",
+            ]
+            loads = []
+            for w in s["workloads"]:
+                loads.append(f"{w['name']} {w['offered_load_all_miss']:.2f} / {w['offered_load_best']:.2f}")
+                for row in w["rows"]:
+                    lines.append(
+                        f"| {w['name']} | {row['router']} | {row['eviction']} | {row['hit_rate']:.3f} "
+                        f"| {row['latency_p50']:.2f} | {row['latency_p95']:.2f} | {row['ttft_p50']:.2f} "
+                        f"| {row['throughput_qps']:.2f} |"
+                    )
+            parts.append(
+                f"**{_cluster_setting(s)}**, means over seeds {seeds[0]}-{seeds[-1]}:\n\n"
+                + "\n".join(lines)
+                + "\n\nOffered load per worker (all tokens missed / every reusable prefix hit; above 1 is overload): "
+                + "; ".join(loads)
+                + ".\n"
+            )
+    runs = [r for r in records if "main" in r["output"]]
+    verdicts = [f"- {line}" for r in runs for line in r["output"]["main"]["verdicts"]]
+    return (
+        "\n".join(parts)
+        + "\nlbgr+rlt against cache-aware+lru, row by row (ahead = better; tie within 2%):\n\n"
+        + "\n".join(verdicts)
+        + f"\n\n{provenance(runs)}\n"
+    )
+
+
+def cluster_sweeps_tables(records: list[dict]) -> str:
+    """``python -m kvtheory.cluster.report --json --only sweeps``: p50 latency (s) and hit rate per swept value,
+    the sweeps in the report's order whichever record holds each."""
+    from kvtheory.cluster.report import SWEEPS
+
+    runs = [r for r in records if "sweeps" in r["output"]]
+    found = {name: (rows, r["output"]["seeds"]) for r in runs for name, rows in r["output"]["sweeps"].items()}
+    parts = []
+    for name in sorted(found, key=list(SWEEPS).index):
+        rows, seeds = found[name]
+        if name == "forgetting":
+            lines = ["| q/s | forgetting | p50 latency (s) | hit rate |", "| --- | --- | --- | --- |"]
+            lines += [
+                f"| {x['rate']} | {x['forgetting']} | {x['latency_p50']:.2f} | {x['hit_rate']:.3f} |" for x in rows
+            ]
+            title = "LBGR's forgetting factor, lbgr + rlt"
+        elif name == "thresholds":
+            lines = ["| cache_threshold | balance_abs | p50 latency (s) | hit rate |", "| --- | --- | --- | --- |"]
+            lines += [
+                f"| {x['cache_threshold']} | {x['balance_abs']:g} | {x['latency_p50']:.2f} | {x['hit_rate']:.3f} |"
+                for x in rows
+            ]
+            title = "cache-aware's thresholds (balance_rel 1.0001), cache-aware + lru"
+        else:
+            labels = list(dict.fromkeys(x["label"] for x in rows))
+            cell = {(x["value"], x["label"]): x for x in rows}
+            lines = [f"| {name} | " + " | ".join(labels) + " |", "|" + " --- |" * (len(labels) + 1)]
+            for value in dict.fromkeys(x["value"] for x in rows):
+                at = [cell[(value, label)] for label in labels]
+                lines.append(
+                    f"| {value} | " + " | ".join(f"{x['latency_p50']:.2f} ({x['hit_rate']:.3f})" for x in at) + " |"
+                )
+            title = f"{SWEEPS[name]} p50 latency in seconds (hit rate)"
+        shown = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}-{seeds[-1]}"
+        parts.append(f"*{title}* ({shown}):\n\n" + "\n".join(lines) + "\n")
+    return "\n".join(parts) + f"\n{provenance(runs)}\n"
+
+
+def cluster_offline_table(records: list[dict]) -> str:
+    """``python -m kvtheory.cluster.report --json --only offline``: makespans over the best lower bound."""
+    (run,) = [r for r in records if "offline" in r["output"]]
+    o = run["output"]["offline"]
+    b = o["bounds"]
+    lines = ["| router | eviction | makespan (s) | ratio to bound | hit rate |", "| --- | --- | --- | --- | --- |"]
+    lines += [
+        f"| {x['router']} | {x['eviction']} | {x['makespan']:.1f} | {x['ratio']:.3f} | {x['hit_rate']:.3f} |"
+        for x in o["rows"]
+    ]
+    return (
+        f"Lower bounds: work/M = {b['work_over_m']:.1f} s, largest query = {b['largest_query']:.2f} s.\n\n"
+        + "\n".join(lines)
+        + f"\n\n{provenance([run])}\n"
+    )
+
+
+def model_types_table(records: list[dict]) -> str:
+    """``python reproduce/model_types.py``: per model config and KV dtype, the cost model and the gsp runs."""
+    parts = []
+    for r in records:
+        o = r["output"]
+        s = o["setting"]
+        pairs = s["pairs"]
+        head = "| model | kind | params (total / active) | KV dtype | KV bytes/token | GPUs per worker | B (tokens) "
+        head += "| a_miss (us/token) | " + " | ".join(f"{p}: hit rate, p50 TTFT (s), p50 latency (s)" for p in pairs)
+        lines = [head + " |", "| --- " * (8 + len(pairs)) + "|"]
+        for m in o["models"]:
+            params = f"{m['total_params'] / 1e9:.1f} B / {m['active_params'] / 1e9:.1f} B"
+            start = f"| {m['model']} | {m['kind']} | {params} | {m['kv_dtype']} | {m['kv_bytes_per_token']:,} "
+            if not m["fits"]:
+                lines.append(start + "| does not fit on 8 | - | - | " + " | ".join("-" for _ in pairs) + " |")
+                continue
+            gpus = f"{m['tp']} ({m['memory_per_worker'] / 1e9:.0f} GB)"
+            runs = [m["runs"][p] for p in pairs]
+            shown = [f"{x['hit_rate']:.3f}, {x['ttft_p50']:.3g}, {x['latency_p50']:.3g}" for x in runs]
+            lines.append(start + f"| {gpus} | {m['budget']:,} | {m['a_miss'] * 1e6:.1f} | " + " | ".join(shown) + " |")
+        parts.append(
+            f"**{s['gpu']}**: {s['workload']}, {s['queries']:,} queries, {s['tokens']:,} tokens (prompts of "
+            f"{s['mean_prompt']:,.0f} tokens on average, at most {s['max_prompt']:,}), {s['rate']}, output "
+            f"{s['output_len']} tokens, {s['workers']} workers, seed {s['seed']}; the fewest GPUs per worker that "
+            f"leave B >= {s['min_budget']:,} tokens:\n\n" + "\n".join(lines) + "\n"
+        )
+    return "\n".join(parts) + f"\n{provenance(records)}\n"
+
+
+def engine_locks_table(records: list[dict]) -> str:
+    """``python reproduce/engine_locks.py``: served minus locked, mean paired difference [95% interval]."""
+    lines = [
+        "| eviction | seeds | hit rate | p50 latency (s) | p50 TTFT (s) | seeds with identical hit rates |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in records:
+        for res in r["output"]["results"]:
+            d = res["served_minus_locked"]
+            seeds = len(res["runs"]["served"])
+            cells = [
+                f"{d[m]['mean_difference']:+.4f} [{d[m]['ci95'][0]:+.4f}, {d[m]['ci95'][1]:+.4f}]"
+                for m in ("hit_rate", "latency_p50", "ttft_p50")
+            ]
+            lines.append(
+                f"| {res['eviction']} | {seeds} | " + " | ".join(cells) + f" | {d['hit_rate']['identical_seeds']} |"
+            )
+    setting = records[0]["output"]["setting"]
+    return f"{setting}:\n\n" + "\n".join(lines) + f"\n\n{provenance(records)}\n"
+
+
+def catalog_tables(records: list[dict]) -> str:
+    """``kvtheory costmodel --list --json``: the GPU table and the model table the cost model reads (KV bytes
+    per token by kvtheory's own ModelSpec, from the listed fields)."""
+    from urllib.parse import urlparse
+
+    from kvtheory.cluster.costmodel import ModelSpec
+
+    (run,) = records
+    o = run["output"]
+    lines = [
+        "| GPU | bf16 TFLOP/s | fp8 TFLOP/s | memory (GB) | bandwidth (TB/s) | source |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for g in o["gpus"]:
+        fp8 = f"{g['peak_fp8_flops'] / 1e12:g}" if g["peak_fp8_flops"] else "none"
+        lines.append(
+            f"| {g['name']} | {g['peak_bf16_flops'] / 1e12:g} | {fp8} | {g['hbm_bytes'] / 1e9:g} "
+            f"| {g['hbm_bandwidth'] / 1e12:g} | {urlparse(g['source']).netloc.removeprefix('www.')} |"
+        )
+    models = [
+        "| model | kind | layers | KV bytes/token | total params | active params | weights |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for m in o["models"]:
+        mixture = f"MoE {m['experts']}, {m['experts_per_token']} per token" if m["experts"] else "dense"
+        kv = ModelSpec(**m).kv_bytes_per_token
+        models.append(
+            f"| {m['name']} | {mixture}, {m['attention'].upper()} | {m['layers']} | {kv:,} ({m['kv_dtype']}) "
+            f"| {m['total_params'] / 1e9:.2f} B | {m['active_params'] / 1e9:.2f} B | {m['weight_dtype']} |"
+        )
+    return "\n".join(lines) + "\n\n" + "\n".join(models) + f"\n\n{provenance(records)}\n"
+
+
+def page_size_table(records: list[dict]) -> str:
+    """``python reproduce/page_size.py``: hit rates of lru and OPT at each block size, per workload and budget; then
+    the miss-ratio curves in blocks of lru, rlt and OPT on the Mooncake-format trace (hit rates, %)."""
+    (run,) = records
+    output = run["output"]
+    sizes = output["block_sizes"]
+    names = {"lru": "lru", "fif": "OPT", "rlt": "rlt", "opt": "OPT"}
+    heads = [f"{names[p]} b = {b}" for p in ("lru", "fif") for b in sizes]
+    lines = [f"| workload | B (tokens) | B / distinct | {' | '.join(heads)} |", "|" + " --- |" * (3 + len(heads))]
+    cells = {(r["workload"], r["budget"], r["policy"], r["block_size"]): r for r in output["rows"]}
+    for workload, budget in dict.fromkeys((r["workload"], r["budget"]) for r in output["rows"]):
+        row = [cells[(workload, budget, p, b)] for p in ("lru", "fif") for b in sizes]
+        share = budget / row[0]["distinct_tokens"]
+        rates = " | ".join(f"{100 * r['hit_rate']:.2f}%" for r in row)
+        lines.append(f"| {workload} ({row[0]['queries']} queries, {row[0]['tokens']:,} tokens) | {budget:,} | "
+                     f"{share:.2f} | {rates} |")  # fmt: skip
+    curves = output["curves"]
+    policies = [p for p in ("lru", "rlt", "opt") if p in curves[0]["hit_rate"]]
+    heads = [f"{names[p]} b = {c['block_size']}" for p in policies for c in curves]
+    lines += ["", f"| B (tokens) | {' | '.join(heads)} |", "|" + " --- |" * (1 + len(heads))]
+    for i, budget in enumerate(curves[0]["budgets"]):
+        rates = " | ".join(f"{100 * c['hit_rate'][p][i]:.2f}%" for p in policies for c in curves)
+        lines.append(f"| {budget:,} | {rates} |")
+    return "\n".join(lines) + f"\n\n{provenance(records)}\n"
+
+
 RENDERERS: dict[str, Callable[[list[dict]], str]] = {
     "claims-table": claims_table,
     "claims-summary": claims_summary,
@@ -535,10 +855,19 @@ RENDERERS: dict[str, Callable[[list[dict]], str]] = {
     "evict-amount-table": evict_amount_table,
     "game-reach": game_reach,
     "traces-table": traces_table,
+    "single-worker-table": single_worker_table,
+    "mip-scaling-table": mip_scaling_table,
     "cluster-simulation-table": cluster_simulation_table,
     "cluster-mip-table": cluster_mip_table,
     "flat-trace-table": flat_trace_table,
     "table1-tables": table1_tables,
+    "cluster-main-tables": cluster_main_tables,
+    "cluster-sweeps-tables": cluster_sweeps_tables,
+    "cluster-offline-table": cluster_offline_table,
+    "model-types-table": model_types_table,
+    "engine-locks-table": engine_locks_table,
+    "catalog-tables": catalog_tables,
+    "page-size-table": page_size_table,
 }
 
 

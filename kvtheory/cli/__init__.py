@@ -1,5 +1,10 @@
 """The ``kvtheory`` command line: a thin layer over the public API, one module per subcommand.
 
+A subcommand's module (``kvtheory.cli.<name>``, with ``-`` as ``_``) is imported, and its ``register(parser)``
+adds its options to its parser, only when that subcommand runs (:func:`build_parser` builds them all when
+asked for every one): ``kvtheory --version`` and ``kvtheory --help`` import none, and each command imports
+what it uses and nothing another command needs.
+
 Bad input exits with status 2 and one line on stderr; nothing prints a traceback for it. Options are
 checked where argparse reads them (``kvtheory.cli.options``). Ctrl-C and SIGTERM stop a command with
 "interrupted" and exit status 130 (``opt`` and ``check`` print what they have first).
@@ -10,48 +15,33 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
-import importlib.metadata
 import importlib.util
 import os
 import signal
 import sys
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
-from kvtheory.cli import (
-    assumptions,
-    check,
-    costmodel,
-    demo,
-    evict,
-    game,
-    generate,
-    mrc,
-    opt,
-    plot,
-    ratio,
-    route,
-    sweep,
-    trace_stats,
-)
 from kvtheory.errors import InputError
 
-SUBCOMMANDS = [
-    generate,
-    evict,
-    opt,
-    ratio,
-    mrc,
-    sweep,
-    plot,
-    costmodel,
-    route,
-    check,
-    assumptions,
-    demo,
-    game,
-    trace_stats,
-]
+#: the subcommands in the order of ``kvtheory --help``, each with its one-line help there
+SUBCOMMANDS = {
+    "generate": "write a generated workload or adversary as JSON Lines",
+    "evict": "serve a workload with an online eviction policy",
+    "opt": "the exact offline optimum, with a proof (or a bracket)",
+    "ratio": "a policy's misses over the exact optimum (FIF)",
+    "mrc": "hit rate against the budget for every policy and OPT (miss-ratio curves)",
+    "sweep": "run a grid of competitive-ratio cells from a TOML spec (resumable; process pool or Dask)",
+    "plot": "plot sweep results: ratio against k (or B) per policy, with k, 2*H_k, H_k and the claims' bounds",
+    "costmodel": "a_miss, a_cached, decode time, KV bytes per token and the budget B of a GPU + model",
+    "route": "simulate M workers behind a router (latency, TTFT, throughput)",
+    "check": "check the claims of docs/claims.md (proofs_check): table of verdicts",
+    "assumptions": "which claims' assumptions a workload and configuration meet",
+    "demo": "every policy and the optimum on embedded workloads, with a plot",
+    "game": "exact competitive analysis on small universes",
+    "trace-stats": "a trace's size, blocks, reuse, ideal hit rate and prefix-closure check",
+}
 
 
 def one_line(text: str) -> str:
@@ -66,16 +56,49 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of the command line with the options of the subcommands ``commands`` (default: all of
+    them); every other subcommand is listed by ``--help`` but takes no options."""
+    built = set(SUBCOMMANDS if commands is None else commands)
     parser = _OneLineParser(prog="kvtheory", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"kvtheory {importlib.metadata.version('kvtheory')}")
+    parser.add_argument(
+        "--version", action=_Version, nargs=0, default=argparse.SUPPRESS, help="show program's version number and exit"
+    )
     _add_plugin_option(parser, default=[])
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
-    for module in SUBCOMMANDS:
-        module.register(commands)
-    for subparser in commands.choices.values():  # --plugin before or after the subcommand
+    subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
+    for name, summary in SUBCOMMANDS.items():
+        subparser = subparsers.add_parser(name, help=summary)
+        if name in built:
+            importlib.import_module(f"{__name__}.{name.replace('-', '_')}").register(subparser)
+    for subparser in subparsers.choices.values():  # --plugin before or after the subcommand
         _add_plugin_option(subparser, default=argparse.SUPPRESS)
     return parser
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed version, read (importlib.metadata) only when asked for it."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        import importlib.metadata
+
+        print(f"kvtheory {importlib.metadata.version('kvtheory')}")
+        parser.exit()
+
+
+def command_named(argv: list[str]) -> str | None:
+    """The subcommand that ``argv`` runs, found as :func:`build_parser`'s parser finds it (after ``--plugin``
+    and its value, abbreviated or not); None where ``argv`` names none (``--version``, ``--help``, a typo,
+    which that parser then answers without any subcommand's options)."""
+    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    parser.add_argument("-h", "--help", "--version", action="store_true")
+    _add_plugin_option(parser, default=[])
+    subparsers = parser.add_subparsers(dest="command")
+    for name in SUBCOMMANDS:
+        subparsers.add_parser(name, add_help=False)
+    try:
+        return parser.parse_known_args(argv)[0].command
+    except argparse.ArgumentError:
+        return None
 
 
 def _add_plugin_option(parser: argparse.ArgumentParser, *, default) -> None:
@@ -168,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"kvtheory: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
-    parser = build_parser()
+    command = command_named(sys.argv[1:] if argv is None else argv)
+    parser = build_parser([command] if command else [])
     args = parser.parse_args(argv)
     try:
         with _interrupts():

@@ -13,8 +13,7 @@ from kvtheory.cli import options
 from kvtheory.cli.common import add_format_options, load_workload
 
 
-def register(commands) -> None:
-    parser = commands.add_parser("assumptions", help="which claims' assumptions a workload and configuration meet")
+def register(parser) -> None:
     parser.add_argument("--workload", required=True, metavar="FILE", help="workload file (see --format)")
     add_format_options(parser)
     parser.add_argument("--budget", required=True, type=options.budget, metavar="B", help="cache budget B in tokens")

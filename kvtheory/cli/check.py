@@ -15,16 +15,12 @@ from pathlib import Path
 import orjson
 
 from kvtheory.cli import options
-from kvtheory.cli.common import add_evict_amount_option, add_format_options, load_workload
+from kvtheory.cli.common import add_evict_amount_option, add_format_options, add_predictor_options, load_workload, told
 from kvtheory.errors import InputError
 
 
-def register(commands) -> None:
-    parser = commands.add_parser(
-        "check",
-        help="check the claims of docs/claims.md (proofs_check): table of verdicts",
-        formatter_class=_ClaimListHelp,
-    )
+def register(parser) -> None:
+    parser.formatter_class = _ClaimListHelp
     parser.add_argument("claims", nargs="*", metavar="CLAIM_ID", help="(the claim ids; C9 = C9a C9b C9c); none: all")
     parser.add_argument(
         "--instances",
@@ -82,6 +78,7 @@ def register(commands) -> None:
         "--a-out", type=options.seconds_per_token, default=1.0, help="with --workload: time per output token"
     )
     parser.add_argument("--policy", help="check this registered eviction policy instead of the claim's")
+    add_predictor_options(parser)
     add_evict_amount_option(parser, where="the single-worker eviction claims' online policies: ")
     parser.add_argument("--router", help="check this router instead of the claim's (least-load, round-robin, affinity)")
     parser.add_argument("--list", action="store_true", help="list the claims and exit")
@@ -101,7 +98,10 @@ def _options(args):
     if args.policy is not None:
         from kvtheory.policies import policy_class
 
+        args.policy = told(args.policy, args)
         policy_class(args.policy)
+    elif args.predictor is not None or args.noise is not None:
+        raise InputError("--predictor tells the policy given with --policy: give --policy too")
     if args.router is not None:
         from proofs_check.routing import ROUTERS
 

@@ -10,13 +10,13 @@ import orjson
 from kvtheory.cli import options
 from kvtheory.errors import InputError
 from kvtheory.model.traces import DEFAULT_BLOCK_SIZE, TRACE_FORMATS, format_names, read_workload
-from kvtheory.policies import ONLINE_POLICIES
+from kvtheory.policies import ONLINE_POLICIES, PREDICTIVE_POLICIES
 from kvtheory.policies.base import EVICT_AMOUNTS
 from kvtheory.policies.dispatch import BACKENDS
 
 
 def add_format_options(parser: argparse.ArgumentParser) -> None:
-    """``--format`` and ``--block-size``, which go with every ``--workload`` (docs/formats.md §Trace formats)."""
+    """``--format`` and ``--hash-block-size``, which go with every ``--workload`` (docs/formats.md §Trace formats)."""
     names = format_names()  # the registry's, read when the parser is built: a plug-in's format is a choice
     block_defaults = ", ".join(f"{name} {cls.block_size}" for name, cls in TRACE_FORMATS.items() if cls.block_size)
     parser.add_argument(
@@ -26,18 +26,31 @@ def add_format_options(parser: argparse.ArgumentParser) -> None:
         help=f"workload file format: {', '.join(names)} (default auto: decided from the file)",
     )
     parser.add_argument(
-        "--block-size",
+        "--hash-block-size",
         type=options.block_size,
         default=None,
         metavar="N",
-        help=f"tokens per hash id of a block trace (default: the format's, {block_defaults}; "
-        f"else {DEFAULT_BLOCK_SIZE})",
+        help=f"how the file is read: tokens per hash id of a block trace (default: the format's, {block_defaults}; "
+        f"else {DEFAULT_BLOCK_SIZE}); not the cache's block size (--block-size)",
+    )
+
+
+def add_block_size_option(parser: argparse.ArgumentParser) -> None:
+    """``--block-size b``: the cache's block size (docs/model.md §Blocks)."""
+    parser.add_argument(
+        "--block-size",
+        type=options.block_size,
+        default=1,
+        metavar="b",
+        help="the cache's block size: it holds whole blocks of b tokens, a query's partial last block is never "
+        "cached, and --budget must be a multiple of b (default 1: single tokens); not how a block trace is read "
+        "(--hash-block-size)",
     )
 
 
 def load_workload(args):
-    """The workload of ``--workload`` in ``--format`` (with ``--block-size``, or the format's default)."""
-    return read_workload(args.workload, args.format, args.block_size)
+    """The workload of ``--workload`` in ``--format`` (with ``--hash-block-size``, or the format's default)."""
+    return read_workload(args.workload, args.format, args.hash_block_size)
 
 
 def add_workload_options(parser: argparse.ArgumentParser, *, batch: bool = True) -> None:
@@ -62,9 +75,26 @@ def reject_unused(args: argparse.Namespace, names, context: str) -> None:
 
 
 def reject_seeds(cls, seeds: int) -> None:
-    """``--seeds N`` (N > 1) with a deterministic policy, which would run once whatever N: an InputError."""
+    """``--seeds N`` (N > 1) with a deterministic policy, which would run once whatever N: an InputError. (A
+    policy told by a noisy predictor counts as randomized: its predictions are drawn from the seed.)"""
     if seeds > 1 and not cls.randomized:
         raise InputError(f"--seeds {seeds}: {cls.name} is deterministic and runs once; --seeds is for randomized ones")
+
+
+def add_predictor_options(parser: argparse.ArgumentParser) -> None:
+    """``--predictor P`` and ``--noise X``, for the policies that follow predictions (docs/predictions.md)."""
+    from kvtheory.model.predictions import PREDICTORS
+
+    parser.add_argument(
+        "--predictor",
+        choices=list(PREDICTORS),
+        help=f"for a policy that follows predictions ({', '.join(PREDICTIVE_POLICIES)}): who predicts each "
+        "request's next one (oracle: the truth; logdis, dis, bin: the truth with noise --noise X, seeded by "
+        "--seed; adversarial: the true order reversed)",
+    )
+    parser.add_argument(
+        "--noise", type=options.noise, metavar="X", help="the noise strength of logdis and dis (>= 0) or bin (<= 1)"
+    )
 
 
 def add_evict_amount_option(parser: argparse.ArgumentParser, *, where: str = "") -> None:
@@ -78,9 +108,37 @@ def add_evict_amount_option(parser: argparse.ArgumentParser, *, where: str = "")
     )
 
 
+def told(name: str, args: argparse.Namespace) -> str:
+    """The policy ``name`` told by ``--predictor P [--noise X]``: the registered name of ``name@P[=X]``
+    (:mod:`kvtheory.policies.predicted`; an InputError if ``name`` does not follow predictions, or P does not
+    take X), or ``name`` itself without ``--predictor`` (``--noise`` alone is an InputError)."""
+    from kvtheory.policies import policy_class
+
+    predictor, noise = getattr(args, "predictor", None), getattr(args, "noise", None)
+    if predictor is None:
+        if noise is not None:
+            raise InputError("--noise is the strength of a predictor: give --predictor too")
+        return name
+    return policy_class(f"{name}@{predictor}" + ("" if noise is None else f"={noise!r}")).name
+
+
+def told_all(names: list[str], args: argparse.Namespace) -> list[str]:
+    """:func:`told` for each policy of ``names`` that follows predictions (``--policies lru,blind-oracle`` with
+    ``--predictor oracle`` tells blind-oracle only); an InputError if ``--predictor`` is given and none does."""
+    if getattr(args, "predictor", None) is None:
+        return [told(name, args) for name in names]
+    followers = [name for name in names if name in PREDICTIVE_POLICIES]
+    if not followers:
+        raise InputError(
+            f"--predictor: none of {', '.join(names)} follows predictions ({', '.join(PREDICTIVE_POLICIES)})"
+        )
+    return [told(name, args) if name in PREDICTIVE_POLICIES else name for name in names]
+
+
 def policy_names() -> str:
-    """The registered online policies' names, for help strings: the registry's, never a list typed here."""
-    return ", ".join(ONLINE_POLICIES)
+    """The registered online policies' names, those that follow predictions last, for help strings: the
+    registries', never a list typed here."""
+    return ", ".join([*ONLINE_POLICIES, *PREDICTIVE_POLICIES])
 
 
 def add_backend_option(parser: argparse.ArgumentParser) -> None:

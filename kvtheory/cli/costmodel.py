@@ -88,10 +88,7 @@ def resolve_model(args):
     return with_dtypes(spec, weight_dtype=getattr(args, "weight_dtype", None), kv_dtype=getattr(args, "kv_dtype", None))
 
 
-def register(commands) -> None:
-    parser = commands.add_parser(
-        "costmodel", help="a_miss, a_cached, decode time, KV bytes per token and the budget B of a GPU + model"
-    )
+def register(parser) -> None:
     add_hardware_options(parser)
     parser.add_argument(
         "--context",

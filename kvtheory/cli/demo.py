@@ -10,8 +10,7 @@ from kvtheory.experiments.demo import demo_plot, demo_table, run_demo
 from kvtheory.experiments.plot import figure_format
 
 
-def register(commands) -> None:
-    parser = commands.add_parser("demo", help="every policy and the optimum on embedded workloads, with a plot")
+def register(parser) -> None:
     parser.add_argument(
         "--plot", default="kvtheory-demo.png", metavar="FILE", help="figure to write: FILE.png, .pdf or .svg"
     )

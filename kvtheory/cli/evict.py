@@ -1,4 +1,5 @@
-"""``kvtheory evict --workload FILE --budget B --policy NAME [--batch BETA] [--seed S] [--seeds N]
+"""``kvtheory evict --workload FILE --budget B --policy NAME [--batch BETA] [--block-size b] [--seed S] [--seeds N]
+[--predictor P [--noise X]]
 [--evict-amount shortfall|allocation] [--backend auto|python|compiled] --json``."""
 
 from __future__ import annotations
@@ -6,23 +7,26 @@ from __future__ import annotations
 from kvtheory.cli import options
 from kvtheory.cli.common import (
     add_backend_option,
+    add_block_size_option,
     add_evict_amount_option,
     add_json_option,
+    add_predictor_options,
     add_workload_options,
     emit,
     load_workload,
     policy_names,
     reject_seeds,
+    told,
 )
-from kvtheory.model.batches import validate
 from kvtheory.policies import policy_class
 from kvtheory.simulate import run_seeds
 from kvtheory.stats import summarize
 
 
-def register(commands) -> None:
-    parser = commands.add_parser("evict", help="serve a workload with an online eviction policy")
+def register(parser) -> None:
     add_workload_options(parser)
+    add_block_size_option(parser)
+    add_predictor_options(parser)
     parser.add_argument("--policy", required=True, help=f"an online policy: {policy_names()}")
     parser.add_argument("--seed", type=options.seed, default=0, help="seed of the first run (default 0)")
     parser.add_argument("--seeds", type=options.runs, default=1, metavar="N", help="runs with seeds S..S+N-1")
@@ -33,10 +37,9 @@ def register(commands) -> None:
 
 
 def run(args) -> int:
-    cls = policy_class(args.policy)
+    cls = policy_class(told(args.policy, args))
     reject_seeds(cls, args.seeds)
     workload = load_workload(args)
-    validate(workload, args.budget, args.batch)
     seeds = range(args.seed, args.seed + args.seeds)
     runs = run_seeds(
         workload,
@@ -46,6 +49,7 @@ def run(args) -> int:
         batch=args.batch,
         evict_amount=args.evict_amount,
         backend=args.backend or "auto",
+        block_size=args.block_size,
     )
     record = runs[0].to_dict()  # the first seed's run; the summary over seeds follows
     if len(runs) > 1:

@@ -56,8 +56,7 @@ def _common(parser, state_limit: int, policy: bool = True) -> None:
     add_json_option(parser)
 
 
-def register(commands) -> None:
-    parser = commands.add_parser("game", help="exact competitive analysis on small universes")
+def register(parser) -> None:
     modes = parser.add_subparsers(dest="mode", required=True, parser_class=type(parser))
     worst_parser = modes.add_parser(
         "worst", help="a policy's exact worst ratio over every sequence of up to H queries of the universe"

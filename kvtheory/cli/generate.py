@@ -11,8 +11,7 @@ from kvtheory.model.workload import write_workload
 from kvtheory.workloads.registry import GENERATORS, generate
 
 
-def register(commands) -> None:
-    parser = commands.add_parser("generate", help="write a generated workload or adversary as JSON Lines")
+def register(parser) -> None:
     parser.add_argument("name", nargs="?", help="generator or adversary name (see --list)")
     parser.add_argument("--param", action="append", metavar="KEY=VALUE", help="generator parameter (repeatable)")
     parser.add_argument("--seed", type=options.seed, default=0, help="random seed (default 0)")

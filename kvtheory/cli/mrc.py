@@ -1,25 +1,37 @@
 """``kvtheory mrc --workload F [--format ...] (--budgets B1,B2,... | --budget-range LO:HI:N) --policies P1,P2,...
-[--batch BETA] [--seeds N] [--time-limit S] [--evict-amount shortfall|allocation] [--plot FIG.png]
+[--batch BETA] [--block-size b] [--seeds N] [--time-limit S] [--evict-amount shortfall|allocation] [--plot FIG.png]
 [--executor local|dask] [--workers N] --json``: miss-ratio curves (docs/formats.md §Miss-ratio curves)."""
 
 from __future__ import annotations
 
 from kvtheory.cli import options
-from kvtheory.cli.common import add_evict_amount_option, add_format_options, add_json_option, emit, load_workload
+from kvtheory.cli.common import (
+    add_block_size_option,
+    add_evict_amount_option,
+    add_format_options,
+    add_json_option,
+    add_predictor_options,
+    emit,
+    load_workload,
+    told_all,
+)
 from kvtheory.errors import InputError
 
 
-def register(commands) -> None:
-    parser = commands.add_parser("mrc", help="hit rate against the budget for every policy and OPT (miss-ratio curves)")
+def register(parser) -> None:
     parser.add_argument("--workload", required=True, metavar="FILE", help="workload file (see --format)")
     add_format_options(parser)
     budgets = parser.add_mutually_exclusive_group(required=True)
     budgets.add_argument("--budgets", metavar="B1,B2,...", help="the budgets B (tokens)")
-    budgets.add_argument("--budget-range", metavar="LO:HI:N", help="N budgets from LO to HI, log-spaced")
+    budgets.add_argument(
+        "--budget-range", metavar="LO:HI:N", help="N budgets from LO to HI, log-spaced (multiples of --block-size)"
+    )
     parser.add_argument(
         "--policies", required=True, metavar="P1,P2,...", help="online policies, and opt (or fif): OPT (e.g. lru,opt)"
     )
     parser.add_argument("--batch", type=options.batch, default=1, metavar="BETA", help="batch size beta (default 1)")
+    add_block_size_option(parser)
+    add_predictor_options(parser)
     parser.add_argument(
         "--seeds", type=options.runs, default=1, metavar="N", help="seeds 0..N-1 of randomized policies"
     )
@@ -57,7 +69,7 @@ def _budgets(args) -> list[int]:
     from kvtheory.experiments.mrc import budget_range
 
     if args.budget_range:
-        return budget_range(args.budget_range)
+        return budget_range(args.budget_range, args.block_size)
     try:
         return [int(b) for b in _names(args.budgets, "--budgets")]
     except ValueError:
@@ -92,7 +104,7 @@ def run(args) -> int:
     from kvtheory.experiments.mrc import miss_ratio_curve, plot_mrc
 
     budgets = _budgets(args)
-    policies = list(dict.fromkeys(_names(args.policies, "--policies")))
+    policies = told_all(list(dict.fromkeys(_names(args.policies, "--policies"))), args)
     hardware = _plot_options(args)
     workload = load_workload(args)
     result = miss_ratio_curve(
@@ -105,6 +117,7 @@ def run(args) -> int:
         workers=args.workers,
         time_limit=args.time_limit,
         evict_amount=args.evict_amount,
+        block_size=args.block_size,
     )
     if args.plot:
         plot_mrc(result, args.plot, y=args.y or "miss-ratio", workload=args.workload, batch=args.batch,

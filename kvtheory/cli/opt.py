@@ -14,7 +14,15 @@ import argparse
 import sys
 
 from kvtheory.cli import options
-from kvtheory.cli.common import CLUSTER_OPTIONS, add_format_options, add_json_option, emit, load_workload, reject_unused
+from kvtheory.cli.common import (
+    CLUSTER_OPTIONS,
+    add_block_size_option,
+    add_format_options,
+    add_json_option,
+    emit,
+    load_workload,
+    reject_unused,
+)
 from kvtheory.cli.route import add_cluster_options, build_cluster
 from kvtheory.errors import InputError
 from kvtheory.optimum.exact import DEFAULT_MIP_SOLVER, MIP_SOLVERS, fif_bracket, solve_optimum
@@ -29,12 +37,12 @@ NO_SOLUTION = 3
 INTERRUPTED = 130
 
 
-def register(commands) -> None:
-    parser = commands.add_parser("opt", help="the exact offline optimum, with a proof (or a bracket)")
+def register(parser) -> None:
     parser.add_argument("--workload", required=True, metavar="FILE", help="workload file (see --format)")
     add_format_options(parser)
     parser.add_argument("--budget", type=options.budget, metavar="B", help="cache budget B in tokens (per worker)")
     parser.add_argument("--batch", type=options.batch, default=1, metavar="BETA", help="batch size beta (default 1)")
+    add_block_size_option(parser)
     parser.add_argument(
         "--solver",
         default="exact",
@@ -84,16 +92,19 @@ def _run(args) -> int:
     if args.solver not in SOLVERS:
         raise InputError(f"unknown solver {args.solver!r}; known solvers: {', '.join(SOLVERS)}")
     if args.workers is not None:
+        if args.block_size != 1:
+            raise InputError("--block-size applies to one worker: the joint makespan model caches tokens")
         return _several_workers(args)
     if args.budget is None:
         raise InputError("--budget is required (or --workers M with a cluster)")
     reject_unused(args, CLUSTER_OPTIONS, "without --workers")
     workload = load_workload(args)
     if args.solver in ("exact", "fif"):
+        blocks = {"batch": args.batch, "block_size": args.block_size}
         if args.solver == "exact":
-            result = solve_optimum(workload, args.budget, batch=args.batch, time_limit=args.time_limit)
+            result = solve_optimum(workload, args.budget, time_limit=args.time_limit, **blocks)
         else:
-            result = fif_bracket(workload, args.budget, batch=args.batch)
+            result = fif_bracket(workload, args.budget, **blocks)
         record = {
             **result.to_dict(),
             "queries": len(workload),
@@ -102,6 +113,10 @@ def _run(args) -> int:
         }
     else:
         from kvtheory.optimum.mip import solve_mip
+
+        if args.block_size != 1:
+            blocks = f"at --block-size {args.block_size} use exact or fif"
+            raise InputError(f"--solver {args.solver} runs the token MIP; {blocks}")
 
         record = solve_mip(
             workload,

@@ -53,7 +53,7 @@ def batch(text: str) -> int:
 
 
 def block_size(text: str) -> int:
-    """Tokens per hash id of a block trace: a positive number of tokens."""
+    """Tokens per block (per hash id of a block trace, or per block of the cache): a positive number of tokens."""
     return _integer(text, 1, MAX_TOKENS, f"a positive number of tokens per block (1 .. {MAX_TOKENS})")
 
 
@@ -80,6 +80,11 @@ def instances(text: str) -> int:
 def seed(text: str) -> int:
     """A seed: a non-negative integer below 2^63."""
     return _integer(text, 0, MAX_SEED, "a seed, an integer in 0 .. 2^63 - 1")
+
+
+def noise(text: str) -> float:
+    """A predictor's noise strength: a finite number >= 0 (the predictor checks its own range)."""
+    return _float(text, 0.0, float("inf"), "a finite number >= 0")
 
 
 def seconds(text: str) -> float:

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from kvtheory.cli import options
 from kvtheory.cli.common import parse_params
+from kvtheory.errors import InputError
 
 
-def register(commands) -> None:
-    parser = commands.add_parser(
-        "plot",
-        help="plot sweep results: ratio against k (or B) per policy, with k, 2*H_k, H_k and the claims' bounds",
-    )
+def register(parser) -> None:
     parser.add_argument("results", metavar="RESULTS", help="JSON Lines written by kvtheory sweep")
     parser.add_argument(
         "-o",
@@ -20,7 +17,12 @@ def register(commands) -> None:
         metavar="FIG",
         help="image file to write (PNG, SVG, PDF)",
     )
-    parser.add_argument("--x", default="k", help="x axis: k (default), B, batch, or a workload parameter")
+    parser.add_argument(
+        "--x",
+        default="k",
+        help="x axis: k (default), B, batch, a workload parameter, or eta (the ratio against the error of the "
+        "predictions, eta / OPT, for policies that follow predictions; docs/predictions.md)",
+    )
     parser.add_argument(
         "--metric",
         default="ratio",
@@ -78,6 +80,8 @@ def run(args) -> int:
     from kvtheory.experiments.plot import plot_results
     from kvtheory.experiments.sweep import read_results
 
+    if args.x == "eta":
+        return _plot_eta(args)
     summary = plot_results(
         read_results(args.results),
         args.output,
@@ -92,5 +96,20 @@ def run(args) -> int:
         f"plot written to {args.output}: {len(summary['panels'])} panel(s) ({', '.join(summary['panels'])}), "
         f"{summary['series']} series, {summary['points']} points"
         + (f"; claims' bounds: {', '.join(dict.fromkeys(summary['bounds']))}" if summary["bounds"] else "")
+    )
+    return 0
+
+
+def _plot_eta(args) -> int:
+    from kvtheory.experiments.eta_plot import plot_eta
+    from kvtheory.experiments.sweep import read_results
+
+    if args.metric != "ratio" or args.scale != "auto":
+        raise InputError("--x eta plots the ratio on its own scales; --metric and --scale do not apply")
+    summary = plot_eta(read_results(args.results), args.output, families=args.family, where=parse_params(args.where))
+    print(
+        f"plot written to {args.output}: {len(summary['panels'])} panel(s) ({', '.join(summary['panels'])}), "
+        f"{summary['series']} series against eta / OPT, {summary['points']} points, "
+        f"{summary['lines']} policies without predictions as lines"
     )
     return 0

@@ -20,8 +20,7 @@ from kvtheory.cluster.engines import DEFAULT_CHUNK_SIZE, ENGINES
 from kvtheory.errors import InputError
 
 
-def register(commands) -> None:
-    parser = commands.add_parser("route", help="simulate M workers behind a router (latency, TTFT, throughput)")
+def register(parser) -> None:
     parser.add_argument("--workload", required=True, metavar="FILE", help="workload file (see --format)")
     add_format_options(parser)
     parser.add_argument("--workers", required=True, type=options.workers, metavar="M", help="number of workers")

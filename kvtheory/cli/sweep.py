@@ -8,12 +8,8 @@ from pathlib import Path
 from kvtheory.cli import options
 
 
-def register(commands) -> None:
-    parser = commands.add_parser(
-        "sweep",
-        help="run a grid of competitive-ratio cells from a TOML spec (resumable; process pool or Dask)",
-        description="Run every cell of SPEC not yet in the output file; one JSON line per finished cell.",
-    )
+def register(parser) -> None:
+    parser.description = "Run every cell of SPEC not yet in the output file; one JSON line per finished cell."
     parser.add_argument("spec", metavar="SPEC", help="TOML sweep spec (see examples/sweeps/)")
     parser.add_argument(
         "-o", "--output", required=True, type=options.output_file, metavar="FILE", help="JSON Lines results (appended)"

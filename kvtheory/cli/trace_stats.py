@@ -1,4 +1,4 @@
-"""``kvtheory trace-stats --workload F [--format ...] [--block-size N] [--json]``.
+"""``kvtheory trace-stats --workload F [--format ...] [--hash-block-size N] [--json]``.
 
 A trace's size, distinct blocks, reuse, ideal hit rate (the infinite-cache bound) and the prefix-closure check
 of its hash ids (docs/formats.md §Trace statistics; ``kvtheory.model.traces.stats``).
@@ -11,10 +11,7 @@ from kvtheory.model.traces import detect_format
 from kvtheory.model.traces.stats import trace_stats
 
 
-def register(commands) -> None:
-    parser = commands.add_parser(
-        "trace-stats", help="a trace's size, blocks, reuse, ideal hit rate and prefix-closure check"
-    )
+def register(parser) -> None:
     parser.add_argument("--workload", required=True, metavar="FILE", help="workload or trace file (see --format)")
     add_format_options(parser)
     add_json_option(parser)

@@ -16,6 +16,8 @@ randomized policies). ``--quick`` uses scaled-down workloads (for smoke tests).
 from __future__ import annotations
 
 import argparse
+import io
+import json
 import math
 import sys
 import time
@@ -131,9 +133,11 @@ def _verdict(paper: dict, base: dict) -> str:
     return ", ".join(parts)
 
 
-def main_tables(workloads: dict, seeds: Sequence[int], out) -> list[str]:
-    verdicts = []
-    for model, gpu, tp in SETTINGS:
+def main_tables(workloads: dict, seeds: Sequence[int], out, settings=SETTINGS) -> dict:
+    """The main tables, printed to ``out``; returns them as data: per setting its worker's costs, and per
+    workload its size, offered load and one row per router + eviction (the means of METRICS)."""
+    verdicts, tables = [], []
+    for model, gpu, tp in settings:
         cluster = _cluster(model, gpu, tp, 4)
         w0 = cluster[0]
         tp_text = f"{tp} x " if tp > 1 else ""
@@ -143,6 +147,17 @@ def main_tables(workloads: dict, seeds: Sequence[int], out) -> list[str]:
             f"a_cached = {w0.a_cached * 1e9:.0f} ns/token, decode {w0.decode_base * 1e3:.1f} ms/token)\n",
             file=out,
         )
+        setting = {
+            "model": model,
+            "gpu": gpu,
+            "tp": tp,
+            "workers": 4,
+            "budget": w0.budget,
+            "a_miss": w0.a_miss,
+            "a_cached": w0.a_cached,
+            "decode": w0.decode_base,
+            "workloads": [],
+        }
         for name in WORKLOADS:
             params = workloads[name]
             miss_load, best_load = offered_load(name, params, cluster, seeds[0])
@@ -155,20 +170,33 @@ def main_tables(workloads: dict, seeds: Sequence[int], out) -> list[str]:
             )
             print(f"| router | eviction {HEADER}", file=out)
             print("| --- | --- | --- | --- | --- | --- | --- |", file=out)
-            results = {}
-            for router in MAIN_ROUTERS:
+            rows = []
+            for router, options, label in ((r, None, r) for r in MAIN_ROUTERS):
                 for eviction in ("lru", "rlt"):
-                    values = run_point(name, params, cluster, router, eviction, seeds)
-                    results[(router, eviction)] = values
-                    print(_row(f"{router} | {eviction}", values), file=out)
+                    values = run_point(name, params, cluster, router, eviction, seeds, options=options)
+                    rows.append({"router": label, "eviction": eviction, **values})
+                    print(_row(f"{label} | {eviction}", values), file=out)
             for router, options, label in EXTRA_ROUTERS:
                 for eviction in ("lru", "rlt"):
                     values = run_point(name, params, cluster, router, eviction, seeds, options=options)
+                    rows.append({"router": label, "eviction": eviction, **values})
                     print(_row(f"{label} | {eviction}", values), file=out)
-            verdict = _verdict(results[("lbgr", "rlt")], results[("cache-aware", "lru")])
+            by = {(r["router"], r["eviction"]): r for r in rows}
+            verdict = _verdict(by[("lbgr", "rlt")], by[("cache-aware", "lru")])
             verdicts.append(f"{model}/{gpu} {name}: lbgr+rlt vs cache-aware+lru: {verdict}")
+            setting["workloads"].append(
+                {
+                    "name": name,
+                    "queries": len(workload),
+                    "tokens": workload.total_tokens,
+                    "offered_load_all_miss": miss_load,
+                    "offered_load_best": best_load,
+                    "rows": rows,
+                }
+            )
             out.flush()
-    return verdicts
+        tables.append(setting)
+    return {"settings": tables, "verdicts": verdicts}
 
 
 SWEEP_PAIRS = (
@@ -179,17 +207,34 @@ SWEEP_PAIRS = (
 )
 
 
-def _sweep(title: str, values, point, out, pairs=SWEEP_PAIRS) -> None:
+def _sweep(title: str, values, point, out, pairs=SWEEP_PAIRS) -> list[dict]:
     print(f"\n{title}\n", file=out)
     print(f"| value | router + eviction {HEADER}", file=out)
     print("| --- | --- | --- | --- | --- | --- | --- |", file=out)
+    rows = []
     for value in values:
         for router, eviction, options, label in pairs:
-            print(_row(f"{value} | {label}", point(value, router, eviction, options)), file=out)
+            values_at = point(value, router, eviction, options)
+            rows.append({"value": value, "label": label, **values_at})
+            print(_row(f"{value} | {label}", values_at), file=out)
         out.flush()
+    return rows
 
 
-def sweeps(workloads: dict, seeds: Sequence[int], out) -> None:
+#: the sweeps of ``sweeps``, by name (``--sweep``): what each varies and its title
+SWEEPS = {
+    "workers": "Workers M:",
+    "rate": "Request rate (queries/s):",
+    "mem-fraction": "Memory fraction (the cache budget B per worker follows):",
+    "output": "Output length (tokens per query), batch 1 (one query at a time: decode is not shared):",
+    "output-batch8": "Output length, batch 8 (up to 8 queued queries prefilled together, then decoded in lock step):",
+    "forgetting": "LBGR forgetting factor (12 q/s and 8 q/s):",
+    "thresholds": "cache-aware thresholds (cache_threshold / balance_abs; balance_rel 1.0001), eviction lru:",
+}
+
+
+def sweeps(workloads: dict, seeds: Sequence[int], out, names: Sequence[str] = tuple(SWEEPS)) -> dict:
+    """The sweeps named in ``names`` (keys of SWEEPS), printed to ``out``; returns their rows by name."""
     gsp = workloads["gsp"]
     model, gpu = "Llama-3.1-8B", "L40"
     base = _cluster(model, gpu, 1, 4)
@@ -199,57 +244,64 @@ def sweeps(workloads: dict, seeds: Sequence[int], out) -> None:
         "4 workers, 12 q/s, memory fraction 0.9, output 4 unless swept",
         file=out,
     )
-    _sweep(
-        "Workers M:",
-        (2, 4, 6, 8, 10),
-        lambda m, r, e, o: run_point("gsp", gsp, _cluster(model, gpu, 1, m), r, e, seeds, options=o),
-        out,
-    )
-    _sweep(
-        "Request rate (queries/s):",
-        (4, 8, 12, 16, 20),
-        lambda rate, r, e, o: run_point("gsp", {**gsp, "rate": float(rate)}, base, r, e, seeds, options=o),
-        out,
-    )
-    _sweep(
-        "Memory fraction (the cache budget B per worker follows):",
-        (0.5, 0.6, 0.7, 0.8, 0.9),
-        lambda f, r, e, o: run_point("gsp", gsp, _cluster(model, gpu, 1, 4, f), r, e, seeds, options=o),
-        out,
-    )
-    _sweep(
-        "Output length (tokens per query), batch 1 (one query at a time: decode is not shared):",
-        (4, 16, 32, 64, 128),
-        lambda n, r, e, o: run_point("gsp", gsp, base, r, e, seeds, options=o, output_len=n),
-        out,
-    )
-    _sweep(
-        "Output length, batch 8 (up to 8 queued queries prefilled together, then decoded in lock step):",
-        (4, 16, 32, 64, 128),
-        lambda n, r, e, o: run_point("gsp", gsp, base, r, e, seeds, options=o, output_len=n, batch=8),
-        out,
-    )
-    forgetting = [("lbgr", "rlt", {"forgetting": f}, "lbgr+rlt") for f in (0.9, 0.95, 0.98, 0.992, 0.999, 1.0)]
-    print("\nLBGR forgetting factor (12 q/s and 8 q/s):\n", file=out)
-    print(f"| q/s | forgetting {HEADER}", file=out)
-    print("| --- | --- | --- | --- | --- | --- | --- |", file=out)
-    for rate in (12, 8):
-        for _, _, options, _ in forgetting:
-            values = run_point("gsp", {**gsp, "rate": float(rate)}, base, "lbgr", "rlt", seeds, options=options)
-            print(_row(f"{rate} | {options['forgetting']}", values), file=out)
-        out.flush()
-    print("\ncache-aware thresholds (cache_threshold / balance_abs; balance_rel 1.0001), eviction lru:\n", file=out)
-    print(f"| cache_threshold | balance_abs {HEADER}", file=out)
-    print("| --- | --- | --- | --- | --- | --- | --- |", file=out)
-    for threshold in (0.1, 0.3, 0.49, 0.5, 0.7):
-        for balance in (4.0, 32.0, 64.0):
-            options = {"cache_threshold": threshold, "balance_abs": balance}
-            values = run_point("gsp", gsp, base, "cache-aware", "lru", seeds, options=options)
-            print(_row(f"{threshold} | {balance:g}", values), file=out)
-        out.flush()
+    points = {
+        "workers": (
+            (2, 4, 6, 8, 10),
+            lambda m, r, e, o: run_point("gsp", gsp, _cluster(model, gpu, 1, m), r, e, seeds, options=o),
+        ),
+        "rate": (
+            (4, 8, 12, 16, 20),
+            lambda rate, r, e, o: run_point("gsp", {**gsp, "rate": float(rate)}, base, r, e, seeds, options=o),
+        ),
+        "mem-fraction": (
+            (0.5, 0.6, 0.7, 0.8, 0.9),
+            lambda f, r, e, o: run_point("gsp", gsp, _cluster(model, gpu, 1, 4, f), r, e, seeds, options=o),
+        ),
+        "output": (
+            (4, 16, 32, 64, 128),
+            lambda n, r, e, o: run_point("gsp", gsp, base, r, e, seeds, options=o, output_len=n),
+        ),
+        "output-batch8": (
+            (4, 16, 32, 64, 128),
+            lambda n, r, e, o: run_point("gsp", gsp, base, r, e, seeds, options=o, output_len=n, batch=8),
+        ),
+    }
+    found = {}
+    for name in names:
+        if name in points:
+            values, point = points[name]
+            found[name] = _sweep(SWEEPS[name], values, point, out)
+        elif name == "forgetting":
+            print(f"\n{SWEEPS[name]}\n", file=out)
+            print(f"| q/s | forgetting {HEADER}", file=out)
+            print("| --- | --- | --- | --- | --- | --- | --- |", file=out)
+            rows = []
+            for rate in (12, 8):
+                for f in (0.9, 0.95, 0.98, 0.992, 0.999, 1.0):
+                    options = {"forgetting": f}
+                    values = run_point("gsp", {**gsp, "rate": float(rate)}, base, "lbgr", "rlt", seeds, options=options)
+                    rows.append({"rate": rate, "forgetting": f, **values})
+                    print(_row(f"{rate} | {f}", values), file=out)
+                out.flush()
+            found[name] = rows
+        else:
+            print(f"\n{SWEEPS[name]}\n", file=out)
+            print(f"| cache_threshold | balance_abs {HEADER}", file=out)
+            print("| --- | --- | --- | --- | --- | --- | --- |", file=out)
+            rows = []
+            for threshold in (0.1, 0.3, 0.49, 0.5, 0.7):
+                for balance in (4.0, 32.0, 64.0):
+                    options = {"cache_threshold": threshold, "balance_abs": balance}
+                    values = run_point("gsp", gsp, base, "cache-aware", "lru", seeds, options=options)
+                    rows.append({"cache_threshold": threshold, "balance_abs": balance, **values})
+                    print(_row(f"{threshold} | {balance:g}", values), file=out)
+                out.flush()
+            found[name] = rows
+    return found
 
 
-def offline_table(workloads: dict, seeds: Sequence[int], out) -> None:
+def offline_table(workloads: dict, seeds: Sequence[int], out) -> dict:
+    """The offline makespans over the best lower bound, printed to ``out``; returns the bounds and rows."""
     gsp = workloads["gsp"]
     workload = _workload("gsp", tuple(sorted(gsp.items())), seeds[0])
     cluster = _cluster("Llama-3.1-8B", "L40", 1, 4)
@@ -264,14 +316,25 @@ def offline_table(workloads: dict, seeds: Sequence[int], out) -> None:
     )
     print("| router | eviction | makespan (s) | ratio to bound | hit rate |", file=out)
     print("| --- | --- | --- | --- | --- |", file=out)
+    rows = []
     for router in ("random", "round-robin", "least-load", "cache-aware", "lbgr"):
         for eviction in ("lru", "rlt"):
             run = offline_makespan(workload, cluster, router, eviction, seed=seeds[0])
+            rows.append(
+                {
+                    "router": router,
+                    "eviction": eviction,
+                    "makespan": run.max_busy,
+                    "ratio": run.max_busy / best,
+                    "hit_rate": run.hit_rate,
+                }
+            )
             print(
                 f"| {router} | {eviction} | {run.max_busy:.1f} | {run.max_busy / best:.3f} | {run.hit_rate:.3f} |",
                 file=out,
             )
     out.flush()
+    return {"bounds": bounds, "rows": rows}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -280,29 +343,46 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=1, help="seeds per point (default 1)")
     parser.add_argument("--quick", action="store_true", help="scaled-down workloads")
     parser.add_argument("--only", choices=("main", "sweeps", "offline"), help="one part only")
+    parser.add_argument(
+        "--model", choices=[m for m, _, _ in SETTINGS], help="main tables: this model's setting only (default both)"
+    )
+    parser.add_argument(
+        "--sweep", action="append", choices=tuple(SWEEPS), help="sweeps: this one only (repeatable; default all)"
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object (the tables as data) instead of markdown"
+    )
     args = parser.parse_args(argv)
+    if args.json and args.out != "-":
+        parser.error("--json prints to stdout; leave out --out")
     workloads = QUICK if args.quick else PAPER
     seeds = list(range(args.seeds))
-    out = sys.stdout if args.out == "-" else open(args.out, "w")
+    settings = [s for s in SETTINGS if args.model in (None, s[0])]
+    out = io.StringIO() if args.json else sys.stdout if args.out == "-" else open(args.out, "w")
     started = time.perf_counter()
+    found: dict = {"seeds": seeds, "quick": args.quick}
     try:
         print(
             f"<!-- python -m kvtheory.cluster.report --seeds {args.seeds}{' --quick' if args.quick else ''} -->",
             file=out,
         )
         if args.only in (None, "main"):
-            verdicts = main_tables(workloads, seeds, out)
+            found["main"] = main_tables(workloads, seeds, out, settings)
             print("\nlbgr+rlt against cache-aware+lru (ahead = better; tie within 2%):\n", file=out)
-            for line in verdicts:
+            for line in found["main"]["verdicts"]:
                 print(f"- {line}", file=out)
         if args.only in (None, "offline"):
-            offline_table(workloads, seeds, out)
+            found["offline"] = offline_table(workloads, seeds, out)
         if args.only in (None, "sweeps"):
-            sweeps(workloads, seeds, out)
+            found["sweeps"] = sweeps(workloads, seeds, out, args.sweep or tuple(SWEEPS))
         print(f"\n<!-- {time.perf_counter() - started:.0f} s -->", file=out)
     finally:
         if out is not sys.stdout:
             out.close()
+    if args.json:
+        found["seconds"] = round(time.perf_counter() - started, 1)
+        json.dump(found, sys.stdout, indent=1)
+        print()
     return 0
 
 

@@ -257,6 +257,8 @@ class Simulation:
             policy = eviction_cls.create(trie, spec.budget, seed=worker_seed(seed, i), evict_amount=evict_amount)
             served.append((spec, served_checked(policy, eviction_cls, spec.budget, evict_amount)))
         if engine == "continuous":
+            if eviction_cls.block_engine:  # it takes a served prompt to be cached whole, which vLLM never gives
+                raise InputError(f"policy {eviction_cls.name!r} runs on the batch engine only, not the continuous one")
             self._engine: Engine = ContinuousEngine(trie, self.lengths, self.outputs, served, self.chunk_size)
         else:
             self._engine = BatchEngine(trie, self.lengths, self.outputs, served, self.batch)

@@ -7,7 +7,9 @@ batch=beta, seed=s, evict_amount=a)`` (misses averaged over the seeds of a rando
 (:func:`kvtheory.optimum.exact.solve_optimum`) at beta >= 2, the solver that ran named per budget in
 ``opt_solver``. The hit rate is hits / T (for OPT 1 - misses / T), as those runs report it, and the miss
 ratio is misses / T = 1 - hit rate. A budget that cannot serve the workload (a query longer than B, a batch
-footprint over B) is left out of the curve and listed in ``infeasible`` with the reason.
+footprint over B) is left out of the curve and listed in ``infeasible`` with the reason. With blocks of b tokens
+(docs/model.md §Blocks) every budget must be a multiple of b, and every run is the run at block size b: the tasks
+serve the block-level workload once built, with B / b slots, and their misses are converted to tokens.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from kvtheory.errors import InputError
 from kvtheory.experiments.executors import make_executor
 from kvtheory.experiments.sweep import progress_bar
 from kvtheory.model.batches import validate
+from kvtheory.model.blocks import block_budget, block_workload
 from kvtheory.model.workload import Workload
 from kvtheory.optimum.exact import solve_optimum
 from kvtheory.optimum.fif import run_fif
@@ -33,11 +36,14 @@ OPT = "fif"
 OPT_NAMES = ("fif", "opt")
 
 
-def budget_range(text: str) -> list[int]:
-    """``LO:HI:N``: N budgets from LO to HI, evenly spaced on a log scale, rounded (repeats dropped).
+def budget_range(text: str, multiple: int = 1) -> list[int]:
+    """``LO:HI:N``: N budgets from LO to HI, evenly spaced on a log scale, rounded to the nearest multiple of
+    ``multiple`` (the block size; LO and HI must be multiples of it), repeats dropped.
 
     >>> budget_range("100:10000:3")
     [100, 1000, 10000]
+    >>> budget_range("16:1024:3", multiple=16)
+    [16, 128, 1024]
     """
     parts = text.split(":")
     try:
@@ -46,17 +52,20 @@ def budget_range(text: str) -> list[int]:
         raise InputError(f"--budget-range expects LO:HI:N (integers), got {text!r}") from None
     if not (len(parts) == 3 and 1 <= low <= high and count >= 1):
         raise InputError(f"--budget-range {text!r}: need 1 <= LO <= HI and N >= 1")
+    if low % multiple or high % multiple:
+        raise InputError(f"--budget-range {text!r}: LO and HI must be multiples of the block size {multiple}")
     if count == 1:
         return [low]
     points = np.geomspace(low, high, count)
-    return sorted({int(round(b)) for b in points} | {low, high})
+    return sorted({multiple * int(round(b / multiple)) for b in points} | {low, high})
 
 
 def _cell(task: tuple) -> tuple[int, str, float, float, tuple[str, str] | list[int] | None]:
     """(budget index, policy, misses, hit rate, OPT's (status, solver) or a seeded policy's misses per seed) of
     one budget and policy, computed as the single ``evict`` (hits / T, its mean over seeds) and ``opt``
-    (1 - misses / T) runs compute them."""
-    workload, index, budget, policy, batch, seeds, time_limit, evict_amount = task
+    (1 - misses / T) runs compute them. ``block_size`` is handed only to a policy that handles blocks itself,
+    on the token workload; every other task's workload is already the block-level one."""
+    workload, index, budget, policy, batch, seeds, time_limit, evict_amount, block_size = task
     if policy in OPT_NAMES:
         if batch == 1:
             misses, status, solver = run_fif(workload, budget).misses, "optimal", "fif"
@@ -64,12 +73,28 @@ def _cell(task: tuple) -> tuple[int, str, float, float, tuple[str, str] | list[i
             result = solve_optimum(workload, budget, batch=batch, time_limit=time_limit)
             misses, status, solver = result.misses, result.status, result.solver
         return index, policy, misses, 1 - misses / workload.total_tokens, (status, solver)
-    runs = [run_policy(workload, budget, policy, batch=batch, seed=s, evict_amount=evict_amount) for s in seeds]
+    options = {"batch": batch, "evict_amount": evict_amount, "block_size": block_size}
+    runs = [run_policy(workload, budget, policy, seed=s, **options) for s in seeds]
     if len(runs) == 1:
         return index, policy, runs[0].misses, runs[0].hit_rate, None
     # several seeds: their misses in the last slot, for the 95% interval (misses_ci95, the plot's band)
     per_seed = [r.misses for r in runs]
     return index, policy, float(np.mean(per_seed)), float(np.mean([r.hit_rate for r in runs])), per_seed
+
+
+def _in_tokens(cell: tuple, tokens_of, tokens: int) -> tuple:
+    """A :func:`_cell` result of the block-level workload in tokens: misses through ``tokens_of``, the hit rate as
+    the token run reports it (hits / T for a policy, their mean over seeds; 1 - misses / T for OPT)."""
+    index, name, value, rate, extra = cell
+    if tokens_of is None:
+        return cell
+    value = tokens_of(value)
+    if name in OPT_NAMES:
+        return index, name, value, 1 - value / tokens, extra
+    if extra is None:
+        return index, name, value, (tokens - value) / tokens, None
+    per_seed = [tokens_of(m) for m in extra]
+    return index, name, value, float(np.mean([(tokens - m) / tokens for m in per_seed])), per_seed
 
 
 def miss_ratio_curve(
@@ -84,6 +109,7 @@ def miss_ratio_curve(
     progress: bool | None = None,
     time_limit: float | None = None,
     evict_amount: str = "shortfall",
+    block_size: int = 1,
 ) -> dict:
     """``{"budgets", "hit_rate": {policy: [...]}, "miss_ratio": {policy: [...]}, "misses": {policy: [...]},
     "infeasible": [{"budget", "reason"}, ...]}`` over the feasible ``budgets`` (sorted); with OPT (``opt`` or
@@ -93,7 +119,8 @@ def miss_ratio_curve(
     Randomized policies run with seeds 0..seeds-1 and report the mean misses; deterministic ones run once.
     ``time_limit`` (seconds) bounds each exact solve at beta >= 2, as ``kvtheory opt --time-limit`` does.
     ``evict_amount``: the online policies evict the shortfall or the whole allocation (the result records
-    it); OPT evicts the shortfall.
+    it); OPT evicts the shortfall. ``block_size`` b: the cache holds whole blocks of b tokens (docs/model.md
+    §Blocks); a budget that is not a multiple of b is an InputError, and validity is checked in blocks.
     Every budget is validated first (each must hold the longest query, and every batch's footprint): one
     that does not is reported in ``infeasible`` with the reason and left out; none feasible is an InputError.
     """
@@ -103,38 +130,58 @@ def miss_ratio_curve(
     if seeds < 1:
         raise InputError(f"--seeds must be at least 1, got {seeds}")
     check_evict_amount(evict_amount)
-    from kvtheory.policies import ONLINE_POLICIES
+    from kvtheory.policies import ONLINE_POLICIES, PREDICTIVE_POLICIES
 
     for name in policies:
-        if name not in OPT_NAMES and name not in ONLINE_POLICIES:
-            raise ONLINE_POLICIES.unknown(name, also=OPT_NAMES)
+        if name in OPT_NAMES:
+            continue
+        if name not in ONLINE_POLICIES and name.split("@")[0] not in PREDICTIVE_POLICIES:
+            raise ONLINE_POLICIES.unknown(name, also=[*PREDICTIVE_POLICIES, *OPT_NAMES])
+        policy_class(name)  # a predictor that does not exist, or a noise it does not take: one line
+    served, tokens_of, check = workload, None, lambda budget: validate(workload, budget, batch)
+    if block_size != 1:
+        for budget in budgets:
+            block_budget(budget, block_size)
+        view = block_workload(workload, block_size)
+        served, tokens_of, check = view.workload, view.token_misses, lambda budget: view.validate(budget, batch)
     infeasible = []
     for budget in budgets:
         try:
-            validate(workload, budget, batch)
+            check(budget)
         except InputError as exc:
             infeasible.append({"budget": budget, "reason": str(exc)})
     if len(infeasible) == len(budgets):
         raise InputError(f"no budget can serve the workload; B = {budgets[-1]}: {infeasible[-1]['reason']}")
     budgets = [b for b in budgets if b not in {entry["budget"] for entry in infeasible}]
-    _ = workload.trie  # built once here, shipped with the workload to every task
-    tasks = []
-    for index, budget in enumerate(budgets):
-        for name in policies:
-            randomized = name not in OPT_NAMES and policy_class(name).randomized
-            seeds_here = range(seeds if randomized else 1)
-            tasks.append((workload, index, budget, name, batch, seeds_here, time_limit, evict_amount))
+    if served is not None:
+        _ = served.trie  # built once here, shipped with the workload to every task
+    tokens = workload.total_tokens
     misses: dict[str, list] = {name: [None] * len(budgets) for name in policies}
     hit_rate: dict[str, list] = {name: [None] * len(budgets) for name in policies}
     status: list = [None] * len(budgets)
     solvers: list = [None] * len(budgets)
+    tasks = []
+    for index, budget in enumerate(budgets):
+        for name in policies:
+            if served is None:  # no query has a full block: every run misses every token, and nothing is served
+                misses[name][index], hit_rate[name][index] = tokens, 0.0
+                status[index], solvers[index] = "optimal", "fif"
+                continue
+            engine = name not in OPT_NAMES and policy_class(name).block_engine
+            randomized = name not in OPT_NAMES and policy_class(name).randomized
+            seeds_here = range(seeds if randomized else 1)
+            common = (name, batch, seeds_here, time_limit, evict_amount)
+            if engine:  # it handles blocks itself: the token workload, in tokens
+                tasks.append(((workload, index, budget, *common, block_size), None))
+            else:
+                tasks.append(((served, index, budget // block_size, *common, 1), tokens_of))
     intervals: dict[str, list] = {}
     runner = make_executor(executor, workers=workers)
     try:
         with progress_bar(len(tasks), 0, progress) as bar:
-            futures = [runner.submit(_cell, task, f"mrc-{task[1]}-{task[3]}") for task in tasks]
-            for future in runner.as_completed(futures):
-                index, name, value, rate, opt_status = future.result()
+            futures = {runner.submit(_cell, task, f"mrc-{task[1]}-{task[3]}"): convert for task, convert in tasks}
+            for future in runner.as_completed(list(futures)):
+                index, name, value, rate, opt_status = _in_tokens(future.result(), futures[future], tokens)
                 misses[name][index] = value
                 hit_rate[name][index] = rate
                 if name in OPT_NAMES:
@@ -144,11 +191,11 @@ def miss_ratio_curve(
                 bar.update(1)
     finally:
         runner.close()
-    tokens = workload.total_tokens
     miss_ratio = {name: [value / tokens for value in values] for name, values in misses.items()}
     result = {
         "budgets": budgets,
         "evict_amount": evict_amount,
+        "block_size": block_size,
         "hit_rate": hit_rate,
         "miss_ratio": miss_ratio,
         "misses": misses,

@@ -48,6 +48,8 @@ POLICY_STYLES = {
     "fifo": ("#009E73", "D"),
     "random-leaf": ("#CC79A7", "P"),
     "lfu": ("#8C564B", "X"),
+    "blind-oracle": ("#9467BD", "*"),
+    "predictive-marker": ("#2CA02C", "p"),
 }
 #: colours and markers of other policies (plug-ins), chosen by a hash of the name: the same in every figure
 _SPARE_COLORS = ("#7F7F7F", "#BCBD22", "#17BECF", "#9467BD", "#F0E442", "#1F3A93", "#A0522D", "#2CA02C")

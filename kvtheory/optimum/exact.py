@@ -17,10 +17,11 @@ problem weighted paging on a tree, where furthest-in-future can lose. :func:`sol
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from kvtheory.errors import InputError
 from kvtheory.model.batches import batches, validate
+from kvtheory.model.blocks import block_workload
 from kvtheory.model.workload import Workload
 from kvtheory.optimum import interrupt
 from kvtheory.optimum.fif import FurthestInFuture, run_fif
@@ -40,7 +41,8 @@ class Optimum:
     stopped; OPT lies in [bound, misses]), ``interrupted`` (the same bracket, the MIP stopped by
     Ctrl-C or SIGTERM inside ``kvtheory.optimum.interrupt.stoppable``) or ``upper_bound`` (FIF alone
     at beta >= 2, as asked).
-    ``gap`` = (misses - bound) / misses. ``fif_misses`` is FIF's cost, for its excess over OPT.
+    ``gap`` = (misses - bound) / misses. ``fif_misses`` is FIF's cost, for its excess over OPT. ``block_size``:
+    the cache's block size b (docs/model.md §Blocks); misses, bounds and the budget are in tokens whatever b is.
     """
 
     solver: str
@@ -53,6 +55,7 @@ class Optimum:
     budget: int
     batch: int
     seconds: float
+    block_size: int = 1
 
     @property
     def optimal(self) -> bool:
@@ -70,17 +73,22 @@ def solve_optimum(
     time_limit: float | None = None,
     mip_solver: str = DEFAULT_MIP_SOLVER,
     backend: str = "auto",
+    block_size: int = 1,
 ) -> Optimum:
     """The minimum total misses on one worker of B = ``budget`` tokens at batch size beta = ``batch``.
 
     ``time_limit`` (seconds, None: none) bounds the whole call; ``mip_solver`` is the MIP's back end;
-    ``backend`` FIF's engine at batch size 1 (:func:`~kvtheory.optimum.fif.run_fif`).
+    ``backend`` FIF's engine at batch size 1 (:func:`~kvtheory.optimum.fif.run_fif`). ``block_size`` b > 1: the
+    same solve on the block-level workload with B / b slots (:func:`in_blocks`).
 
     >>> w = Workload.from_token_lists([[2], [3], [1], [4, 1], [2, 1], [0], [3, 4], [3]])
     >>> opt = solve_optimum(w, 4, batch=2)
     >>> opt.status, opt.misses, opt.fif_misses   # FIF pays one miss more at beta = 2
     ('optimal', 9, 10)
     """
+    if block_size != 1:
+        options = {"batch": batch, "time_limit": time_limit, "mip_solver": mip_solver, "backend": backend}
+        return in_blocks(workload, budget, batch, block_size, lambda w, slots: solve_optimum(w, slots, **options))
     validate(workload, budget, batch)
     if mip_solver not in MIP_SOLVERS:
         raise InputError(f"unknown MIP solver {mip_solver!r}; choose one of {', '.join(MIP_SOLVERS)}")
@@ -117,14 +125,42 @@ def solve_optimum(
     return _result(f"mip:{mip_solver}", stopped, misses, lower, fif, None, budget, batch, started)
 
 
-def fif_bracket(workload: Workload, budget: int, *, batch: int = 1) -> Optimum:
+def in_blocks(workload: Workload, budget: int, batch: int, block_size: int, solve) -> Optimum:
+    """The optimum at block size b = ``block_size`` (docs/model.md §Blocks), in tokens: ``solve(block-level
+    workload, B / b)`` on the workload validated in blocks, its misses and bounds converted (a run that misses m
+    blocks misses T - b (sum n_j - m) tokens, which is increasing in m, so the optimum in blocks is the optimum in
+    tokens). With no full block anywhere every token is missed, by any schedule."""
+    view = block_workload(workload, block_size)
+    view.validate(budget, batch)
+    if view.workload is None:
+        tokens = workload.total_tokens
+        return Optimum(
+            "fif", "optimal", tokens, tokens, 0.0, "no query has a full block", budget, batch, 0.0, block_size
+        )
+    opt = solve(view.workload, budget // block_size)
+    misses, bound = view.token_misses(opt.misses), view.token_misses(opt.bound)
+    return replace(
+        opt,
+        misses=misses,
+        bound=bound,
+        gap=0.0 if bound >= misses else (misses - bound) / misses,
+        fif_misses=view.token_misses(opt.fif_misses),
+        budget=budget,
+        block_size=block_size,
+    )
+
+
+def fif_bracket(workload: Workload, budget: int, *, batch: int = 1, block_size: int = 1) -> Optimum:
     """FIF's misses with the flow bound beside them: ``optimal`` at beta = 1 (FIF is exact there), else
-    ``upper_bound`` whatever the gap (a gap of 0 still shows FIF optimal on this instance).
+    ``upper_bound`` whatever the gap (a gap of 0 still shows FIF optimal on this instance); ``block_size`` as
+    for :func:`solve_optimum`.
 
     >>> w = Workload.from_token_lists([[2], [3], [1], [4, 1], [2, 1], [0], [3, 4], [3]])
     >>> fif_bracket(w, 4, batch=2).to_dict()["status"], fif_bracket(w, 4, batch=2).bound
     ('upper_bound', 9)
     """
+    if block_size != 1:
+        return in_blocks(workload, budget, batch, block_size, lambda w, slots: fif_bracket(w, slots, batch=batch))
     validate(workload, budget, batch)
     started = time.perf_counter()
     fif = run_fif(workload, budget, batch=batch).misses

@@ -15,7 +15,7 @@ Why this runs per edge. All tokens of a radix edge share their next request time
 next(parent) <= next(child), and a parent's m is at least its child's. Let (T*, m*) be the first group
 in that order among cached tokens off the current batch's paths: every such token has only tokens of
 the same group below it, so FIF removes that whole group before any other, deepest first, lowering the
-tops of the group's edges together like a water level (:class:`~kvtheory.optimum.water_level.WaterLevel`).
+tops of the group's edges together like a water level (:class:`~kvtheory.policies.water_level.WaterLevel`).
 An eviction costs O(log n) per edge that joins or leaves the level, whatever the number of tokens and of
 edges it lowers; over a run, O(T log T) at most, and in practice O(radix edges x log).
 
@@ -26,22 +26,22 @@ that :func:`run_fif` runs, which evicts in the same order, token for token.
 
 from __future__ import annotations
 
-import heapq
 from collections import Counter
 from collections.abc import Sequence
 
 from kvtheory.model.batches import batches, validate
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.model.workload import Workload
-from kvtheory.optimum.water_level import WaterLevel
-from kvtheory.policies.base import EvictionPolicy
 from kvtheory.policies.dispatch import check_backend, long_enough
-from kvtheory.simulate import RunResult, drive, result_of
+from kvtheory.policies.furthest import FurthestKeyCache
+from kvtheory.simulate import RunResult, drive, result_of, run_in_blocks
 
 
-class FurthestInFuture(EvictionPolicy):
+class FurthestInFuture(FurthestKeyCache):
     """Offline FIF over a known schedule: ``schedule[t]`` is the batch (trie sequence indices) of step t.
 
+    The key of an edge (:class:`~kvtheory.policies.furthest.FurthestKeyCache`) orders its next request
+    (step T, multiplicity m): larger T first, then smaller m; never again comes last of all.
     ``serve`` must be called with the batches of the schedule, in order.
     """
 
@@ -61,86 +61,43 @@ class FurthestInFuture(EvictionPolicy):
                 requests.setdefault(v, []).append(self._group_key(t, m))
         self._requests = requests
         self._cursor = dict.fromkeys(requests, 0)
-        self._group_of = [-1] * trie.n_nodes  # the group an edge is cached in, -1 if none
-        self._groups: dict[int, WaterLevel] = {}
-        self._order: list[int] = []  # the keys of _groups, negated: a max-heap (an emptied group stays until drained)
 
     def _group_key(self, step: int, multiplicity: int) -> int:
         return step * self._width + (self._width - 1 - multiplicity)
 
-    def kept_of(self, v: int) -> int:
-        """Tokens of edge v cached now, counted from the edge's head."""
-        group = self._groups.get(self._group_of[v])
-        return 0 if group is None else group.kept_of(v)
-
-    def cached_prefix(self, j: int) -> int:
-        return sum(self.kept_of(v) for v in self.trie.path(j))
-
-    def kept(self) -> dict[int, int]:
-        kept = {v: group.kept_of(v) for group in self._groups.values() for v in group.members()}
-        return {v: k for v, k in kept.items() if k}
+    def _next_key(self, v: int) -> int:
+        self._cursor[v] += 1
+        occurrences = self._requests[v]
+        return occurrences[self._cursor[v]] if self._cursor[v] < len(occurrences) else self._never
 
     def serve(self, batch: Sequence[int]) -> list[int]:
         t = self._step
         if t >= len(self._schedule) or tuple(batch) != self._schedule[t]:
             raise ValueError("FIF must be served its schedule's batches in order")
         self._step += 1
-        trie = self.trie
-        paths = [trie.path(j) for j in batch]
-        hits = [self.cached_prefix(j) for j in batch]
-        on_paths = {v for path in paths for v in path}
-        cached = {}
-        for v in on_paths:  # requested now: out of their groups, so never evicted in this step
-            group = self._groups.get(self._group_of[v])
-            cached[v] = 0 if group is None else group.remove(v)
-        edge_len = trie.edge_len
-        overflow = self.size + sum(edge_len[v] - cached[v] for v in on_paths) - self.budget
-        if overflow > 0:
-            self._evict(overflow)
-        for v in on_paths:
-            self.size += edge_len[v] - cached[v]
-            self._cursor[v] += 1
-            occurrences = self._requests[v]
-            key = occurrences[self._cursor[v]] if self._cursor[v] < len(occurrences) else self._never
-            group = self._groups.get(key)
-            if group is None:
-                group = self._groups[key] = WaterLevel(trie.depth, trie.parent)
-                heapq.heappush(self._order, -key)
-            group.add(v, edge_len[v])
-            self._group_of[v] = key
-        return hits
-
-    def _evict(self, tokens: int) -> None:
-        """Drain the group requested furthest in the future first; a group that frees nothing is empty
-        and is dropped. Every round drops a group or frees a token, so the rounds end, by return or by
-        the error, within tokens + (groups) + 1 of them."""
-        for _ in range(tokens + len(self._order) + 1):
-            if tokens <= 0:
-                return
-            if not self._order:
-                raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
-            key = -self._order[0]
-            evicted = self._groups[key].drain(tokens)
-            if not evicted:
-                heapq.heappop(self._order)
-                del self._groups[key]
-                continue
-            self.size -= evicted
-            tokens -= evicted
-        raise AssertionError(f"evicting {tokens} more tokens did not end within its bound on the rounds")
+        return super().serve(batch)
 
 
-def run_fif(workload: Workload, budget: int, *, batch: int = 1, backend: str = "auto") -> RunResult:
+def run_fif(
+    workload: Workload, budget: int, *, batch: int = 1, backend: str = "auto", block_size: int = 1
+) -> RunResult:
     """FIF on one worker: the exact optimum at batch size 1, an upper bound on it at beta >= 2
     (:func:`kvtheory.optimum.exact.solve_optimum` is exact at every batch size). ``backend``
     (:mod:`kvtheory.policies.dispatch`): ``"compiled"`` is the core :mod:`kvtheory.optimum.compiled_fif`,
     ``"python"`` is :class:`FurthestInFuture`, the rule it reproduces hit for hit (tests/optimum/test_compiled_fif.py),
-    and ``"auto"`` the core from 100,000 queries on.
+    and ``"auto"`` the core from 100,000 queries on. ``block_size`` b > 1: FIF on the block-level workload with
+    B / b slots (docs/model.md §Blocks), where the same exchange argument makes it optimal at batch size 1.
 
     >>> w = Workload.from_token_lists([[1], [2], [3], [1], [2], [3]])
     >>> run_fif(w, 2).misses   # Belady: 3 compulsory misses, then one miss per two requests
     4
     """
+    if block_size != 1:
+
+        def run(blocks: Workload, slots: int):
+            return run_fif(blocks, slots, batch=batch, backend=backend).query_hits
+
+        return run_in_blocks(workload, budget, batch, block_size, run, "fif")
     validate(workload, budget, batch)
     if check_backend(backend) == "python" or (backend == "auto" and not long_enough(len(workload))):
         fif = FurthestInFuture(workload.trie, budget, batches(len(workload), batch))

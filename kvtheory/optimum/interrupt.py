@@ -25,7 +25,7 @@ How each solver stops:
   itself (sent to the whole process group, as some schedulers do) kills it at once: only the bound of its
   log is left.
 * HiGHS runs in this process: an interrupt callback (simplex, interior point, branch and bound) sees the
-  request and stops it, with its incumbent and dual bound (:class:`HiGHS`).
+  request and stops it, with its incumbent and dual bound (the HiGHS adapter of :mod:`kvtheory.optimum.solvers`).
 """
 
 from __future__ import annotations
@@ -35,8 +35,6 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
-
-import pulp
 
 GRACE_SECONDS = 3.0
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -145,18 +143,3 @@ def solving(children: list | None = None) -> Iterator[None]:
                     stopper.kill()  # one that was still starting, or that ignored the request
         if signalled and outermost:
             raise KeyboardInterrupt
-
-
-class HiGHS(pulp.HiGHS):
-    """PuLP's HiGHS adapter whose solver stops at its next interrupt callback once a stop is requested."""
-
-    def createAndConfigureSolver(self, lp) -> None:  # noqa: N802 - PuLP's hook
-        super().createAndConfigureSolver(lp)
-        model = lp.solverModel
-
-        def check(event) -> None:
-            if _requested:
-                event.interrupt()
-
-        for callback in (model.cbSimplexInterrupt, model.cbIpmInterrupt, model.cbMipInterrupt):
-            callback += check

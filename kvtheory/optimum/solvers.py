@@ -97,13 +97,29 @@ def _solve_highs(
     return Outcome("time_limit" if has_incumbent else "no_solution", objective, bound)
 
 
+class _StoppableHiGHS(pulp.HiGHS):
+    """PuLP's HiGHS adapter whose solver stops at its next interrupt callback once a stop is requested
+    (:func:`kvtheory.optimum.interrupt.stop_requested`)."""
+
+    def createAndConfigureSolver(self, lp) -> None:  # noqa: N802 - PuLP's hook
+        super().createAndConfigureSolver(lp)
+        model = lp.solverModel
+
+        def check(event) -> None:
+            if interrupt.stop_requested():
+                event.interrupt()
+
+        for callback in (model.cbSimplexInterrupt, model.cbIpmInterrupt, model.cbMipInterrupt):
+            callback += check
+
+
 def _highs_until(deadline: float | None, warm: bool) -> type:
     """PuLP's HiGHS interface, with HiGHS's time limit set to what is left until ``deadline`` once the
     model is handed over (which takes a while on large models), and with ``warm`` the variables'
     initial values given to HiGHS as a MIP start."""
     import highspy
 
-    class HiGHSUntil(interrupt.HiGHS):
+    class HiGHSUntil(_StoppableHiGHS):
         def callSolver(self, lp):
             if deadline is not None:
                 lp.solverModel.setOptionValue("time_limit", max(deadline - time.perf_counter(), 1e-3))

@@ -37,6 +37,13 @@ class EvictionPolicy(ABC):
     #: evicts a whole radix leaf node at a time (L-LRU), rather than a token: the engine's demand-paging check
     #: then allows the last node to free more than was due (:mod:`kvtheory.policies.ledger`)
     whole_node: ClassVar[bool] = False
+    #: follows predictions of the next request (registered in ``PREDICTIVE_POLICIES``): the runner builds them
+    #: (:mod:`kvtheory.model.predictions`) and passes ``predictions=`` to the constructor
+    uses_predictions: ClassVar[bool] = False
+    #: handles the cache's blocks itself (docs/model.md §Blocks): at block size b the runner builds it on the
+    #: token-level trie as ``cls(trie, B, seed=..., evict_amount=..., block_size=b)`` (b = 1 included) and takes
+    #: its hits as tokens, instead of running it on the block-level workload as every other policy
+    block_engine: ClassVar[bool] = False
 
     def __init__(
         self, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
@@ -96,9 +103,11 @@ class EvictionPolicy(ABC):
     def run_compiled(
         cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"
     ):
-        """Every query's hits (an int64 array) from this policy's compiled core for the whole run, or None
+        """Every query's hits (an int64 array) from this policy's compiled core for the whole run (the
+        :class:`KernelServed` object of :meth:`compiled_object` serving every query in one kernel call), or None
         where it has none for this trie and eviction amount."""
-        return None
+        made = cls.compiled_object(trie, budget, seed=seed, evict_amount=evict_amount)
+        return None if made is None else made.serve_all(batch)
 
     @abstractmethod
     def serve(self, batch: Sequence[int]) -> list[int]:

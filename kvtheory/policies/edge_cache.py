@@ -37,6 +37,40 @@ class EdgeCache(EvictionPolicy):
     def kept(self) -> dict[int, int]:
         return kept_of_array(self._kept)
 
+    def serve(self, batch: Sequence[int]) -> list[int]:
+        """The per-edge engine every rule of this module family shares: each query's hits h against the cache
+        before the batch; the rule's books on the batch (:meth:`_before_batch`); with ``missing`` uncached
+        tokens overflowing B by ``overflow`` > 0, the rule's eviction of the tokens due off the batch's edges
+        (:meth:`_evict`, :meth:`~kvtheory.policies.base.EvictionPolicy.tokens_to_free`); the paths filled; the
+        rule's books after it (:meth:`_after_batch`)."""
+        trie, kept = self.trie, self._kept
+        paths = [trie.path(j) for j in batch]
+        hits = [self.cached_prefix(j) for j in batch]
+        on_paths = self._batch_edges(paths)
+        self._before_batch(paths, on_paths)
+        missing = sum(trie.edge_len[v] - int(kept[v]) for v in on_paths)
+        overflow = self.size + missing - self.budget
+        if overflow > 0:
+            self._evict(self.tokens_to_free(overflow, missing), overflow, on_paths)
+        self._fill(paths)
+        self._after_batch(paths, on_paths)
+        return hits
+
+    def _batch_edges(self, paths: Sequence[Sequence[int]]) -> Collection[int]:
+        """The radix edges of the batch's paths (a set)."""
+        return {v for path in paths for v in path}
+
+    def _before_batch(self, paths: Sequence[Sequence[int]], on_paths: Collection[int]) -> None:
+        """The rule's books before the batch's eviction (none by default)."""
+
+    def _after_batch(self, paths: Sequence[Sequence[int]], on_paths: Collection[int]) -> None:
+        """The rule's books once the batch is resident (none by default)."""
+
+    def _evict(self, tokens: int, overflow: int, on_paths: Collection[int]) -> None:
+        """Evict ``tokens`` tokens from cached leaves off ``on_paths``, stopping early only when nothing is left
+        to evict (an error if that is before ``overflow`` tokens went): the rule's own."""
+        raise NotImplementedError(f"{type(self).__name__} must define _evict or serve")
+
     def _fill(self, paths: Sequence[Sequence[int]]) -> None:
         """Make every token node of ``paths`` resident (room has been made)."""
         kept, edge_len, parent, children = self._kept, self.trie.edge_len, self.trie.parent, self._cached_children
@@ -74,21 +108,13 @@ class LeafTokenSampler(EdgeCache):
         self._slot = [-1] * n
         self._pool_size = 0
 
-    def serve(self, batch: Sequence[int]) -> list[int]:
-        trie = self.trie
-        paths = [trie.path(j) for j in batch]
-        hits = [self.cached_prefix(j) for j in batch]
-        on_paths = sorted({v for path in paths for v in path})  # ascending ids: the pool's order is reproducible
+    def _batch_edges(self, paths: Sequence[Sequence[int]]) -> list[int]:
+        """The batch's edges in ascending ids: the pool's order is reproducible."""
+        return sorted({v for path in paths for v in path})
+
+    def _before_batch(self, paths: Sequence[Sequence[int]], on_paths: Collection[int]) -> None:
         for v in on_paths:
             self._mark(v)
-        edge_len, kept = trie.edge_len, self._kept
-        missing = sum(edge_len[v] - int(kept[v]) for v in on_paths)
-        overflow = self.size + missing - self.budget
-        if overflow > 0:
-            self._evict(self.tokens_to_free(overflow, missing), overflow, on_paths)
-        self._fill(paths)
-        self._after_batch(on_paths)
-        return hits
 
     #: "auto" runs the compiled core from this many tokens in all (kvtheory.policies.dispatch)
     compiled_min_tokens = CORE_MIN_TOKENS
@@ -97,29 +123,15 @@ class LeafTokenSampler(EdgeCache):
     def compiled_object(
         cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
     ) -> EvictionPolicy | None:
-        """The compiled core served batch by batch (:class:`~kvtheory.policies.compiled.sampler.CompiledLeafSampler`),
-        the same draws from the same seed, when the class opted in (``compiled_core`` on the class itself: a
+        """The compiled core served batch by batch (:class:`~kvtheory.policies.compiled.sampler.CompiledLeafSampler`;
+        whole runs: ``run_compiled``), the same draws from the same seed, on any trie and for both eviction
+        amounts, when the class opted in (``compiled_core`` on the class itself: a
         subclass that changes the rule does not inherit it); None otherwise."""
         if not cls.__dict__.get("compiled_core", False):
             return None
         from kvtheory.policies.compiled.sampler import CompiledLeafSampler  # numba, imported by the runs that use it
 
         return CompiledLeafSampler(cls, trie, budget, seed=seed, evict_amount=evict_amount, min_block=_MIN_BLOCK)
-
-    @classmethod
-    def run_compiled(
-        cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> np.ndarray | None:
-        """Every query's hits from the compiled core (:mod:`kvtheory.policies.compiled.sampler`), the same
-        draws from the same seed, on any trie and for both eviction amounts, when the class opted in; None
-        otherwise."""
-        if not cls.__dict__.get("compiled_core", False):
-            return None
-        from kvtheory.policies.compiled.sampler import run_sampler
-
-        return run_sampler(
-            trie, budget, batch, seed, marking=cls.marking, evict_amount=evict_amount, min_block=_MIN_BLOCK
-        )
 
     def eviction_distribution(self, batch: Sequence[int]) -> dict[int, float]:
         """{edge v: probability} that the first token evicted, were ``batch`` served now and short of room, is
@@ -167,9 +179,6 @@ class LeafTokenSampler(EdgeCache):
             self._pool[slot] = last
             self._slot[last] = slot
             self._slot[v] = -1
-
-    def _after_batch(self, on_paths: Collection[int]) -> None:
-        """Hook run after a batch is resident."""
 
     def _no_candidates(self, on_paths: Collection[int]) -> bool:
         """Hook run when room is needed but no candidate is left: True if it made new candidates."""

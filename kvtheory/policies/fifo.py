@@ -15,4 +15,4 @@ class FifoLeaf(RadixPolicy):
     name = "fifo"
     refresh_on_hit = False
     whole_node = False
-    compiled = True
+    compiled_core = True

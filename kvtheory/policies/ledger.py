@@ -172,14 +172,20 @@ def served_checked(policy, rule: type, budget: int, evict_amount: str = "shortfa
 
 
 class CheckedPolicy:
-    """A policy object of the policy class ``rule`` served through a :class:`CacheLedger`: ``serve`` returns the
+    """A policy object of the policy class ``rule`` served through a :class:`CacheLedger` (a
+    :class:`~kvtheory.policies.block_ledger.BlockLedger` for a ``block_engine``): ``serve`` returns the
     engine's hits after the batch's outcome is checked; ``kept``, ``size`` and ``cached_prefix`` answer from
     the engine's books."""
 
     def __init__(self, policy, rule: type, budget: int, evict_amount: str = "shortfall") -> None:
         self.policy = policy
         self.name = rule.name
-        self.ledger = CacheLedger(policy.trie, budget, rule.name, evict_amount, rule.whole_node)
+        if getattr(rule, "block_engine", False):
+            from kvtheory.policies.block_ledger import BlockLedger  # it imports ModelViolation from here
+
+            self.ledger = BlockLedger(policy.trie, budget, rule.name, policy.block_size)
+        else:
+            self.ledger = CacheLedger(policy.trie, budget, rule.name, evict_amount, rule.whole_node)
 
     @property
     def size(self) -> int:

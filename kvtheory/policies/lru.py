@@ -16,4 +16,4 @@ class LeafLRU(RadixPolicy):
     name = "lru"
     refresh_on_hit = True
     whole_node = True
-    compiled = True
+    compiled_core = True

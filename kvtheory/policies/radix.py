@@ -45,6 +45,57 @@ def put_above(trie: PrefixTrie, head, child) -> None:
     head.children[tail_key] = child
 
 
+def live_nodes(root) -> list:
+    """Every node below ``root`` of a radix tree of runs of tokens (this module's or rlt-authors')."""
+    nodes, stack = [], list(root.children.values())
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children.values())
+        nodes.append(node)
+    return nodes
+
+
+def kept_of_nodes(trie: PrefixTrie, root) -> dict[int, int]:
+    """:meth:`EvictionPolicy.kept` of the radix tree below ``root``: a node's tokens are the depths (d0, d1] on
+    the root path of trie node ``bottom``, which it shares out among the trie edges they lie on."""
+    depth, parent = trie.depth, trie.parent
+    kept: dict[int, int] = {}
+    for node in live_nodes(root):
+        v = node.bottom
+        while v and depth[v] > node.d0:
+            overlap = min(depth[v], node.d1) - max(depth[parent[v]], node.d0)
+            if overlap > 0:
+                kept[v] = kept.get(v, 0) + overlap
+            v = parent[v]
+    return kept
+
+
+def descend(trie: PrefixTrie, root, path: Sequence[int]) -> tuple:
+    """Walk the longest cached prefix of ``path`` down the radix tree below ``root`` (this module's or
+    rlt-authors'): (last whole node, its depth d1, the whole nodes walked, the node the prefix ends inside or
+    None, the trie node where it ends there). Changes nothing."""
+    depth, is_ancestor = trie.depth, trie.is_ancestor
+    end = path[-1]
+    length = depth[end]
+    node, matched, i = root, 0, 0
+    walked = []
+    # each round walks a whole node (matched grows by one token or more) or ends the walk
+    for _ in range(length + 1):
+        if matched >= length:
+            return node, matched, walked, None, -1
+        i = bisect_right(path, matched, lo=i, key=depth.__getitem__)  # the edge holding depth matched + 1
+        child = node.children.get(path[i])
+        if child is None:
+            return node, matched, walked, None, -1
+        if not is_ancestor(child.bottom, end):
+            # the deepest node of the path on child's own path (the path nodes above it come first)
+            j = bisect_left(path, True, lo=i, key=lambda v: not is_ancestor(v, child.bottom)) - 1
+            return node, matched, walked, child, path[j]
+        walked.append(child)
+        node, matched = child, child.d1
+    raise AssertionError(f"the walk down a cached prefix of {length} tokens did not end within its bound")
+
+
 class RadixPolicy(EvictionPolicy):
     """Leaf eviction on a radix tree of runs of tokens, ordered by (stamp, cid), oldest first.
 
@@ -68,39 +119,24 @@ class RadixPolicy(EvictionPolicy):
 
     # -- matching ---------------------------------------------------------------------------------
     def _match(self, path: Sequence[int], mutate: bool) -> tuple[_Node, int, list[_Node]]:
-        """Walk the longest cached prefix of ``path``; return (last node, matched depth, nodes walked).
+        """Walk the longest cached prefix of ``path`` (:func:`descend`); return (last node, matched depth, nodes
+        walked).
 
         With ``mutate`` the walked nodes are refreshed (if the policy refreshes) and a node the query
-        leaves in its middle is split there, as SGLang's match_prefix does.
+        leaves in its middle is refreshed and split there, as SGLang's match_prefix does.
         """
-        trie = self.trie
-        depth, is_ancestor = trie.depth, trie.is_ancestor
-        end = path[-1]
-        length = depth[end]
-        node, matched, i = self._root, 0, 0
-        walked: list[_Node] = []
-        # each round walks a node (matched grows by one token or more) or ends the walk
-        for _ in range(length + 1):
-            if matched >= length:
-                return node, matched, walked
-            i = bisect_right(path, matched, lo=i, key=depth.__getitem__)  # the edge holding depth matched + 1
-            child = node.children.get(path[i])
-            if child is None:
-                return node, matched, walked
-            if mutate and self.refresh_on_hit:
-                child.stamp = self._clock
-            if is_ancestor(child.bottom, end):
-                reach = child.d1
-            else:
-                # the deepest node of the path on child's own path (the path nodes above it come first)
-                j = bisect_left(path, True, lo=i, key=lambda v: not is_ancestor(v, child.bottom)) - 1
-                reach = depth[path[j]]
-                if not mutate:
-                    return child, reach, walked
-                child = self._split(child, path[j])
-            walked.append(child)
-            node, matched = child, reach
-        raise AssertionError(f"the walk down a cached prefix of {length} tokens did not end within its bound")
+        node, matched, walked, inside, at = descend(self.trie, self._root, path)
+        if mutate and self.refresh_on_hit:
+            for whole in walked:
+                whole.stamp = self._clock
+            if inside is not None:
+                inside.stamp = self._clock
+        if inside is None:
+            return node, matched, walked
+        if mutate:
+            inside = self._split(inside, at)
+            walked.append(inside)
+        return inside, self.trie.depth[at], walked
 
     def _split(self, child: _Node, at: int) -> _Node:
         """Split ``child`` at trie node ``at`` (strictly inside it); the new head is returned.
@@ -126,9 +162,9 @@ class RadixPolicy(EvictionPolicy):
         cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
     ) -> EvictionPolicy | None:
         """The compiled core served batch by batch (:class:`~kvtheory.policies.compiled.radix.CompiledRadix`)
-        when the class itself opted in (``compiled`` set on the class, not inherited, so that a subclass that
+        when the class itself opted in (``compiled_core`` set on the class, not inherited, so that a subclass that
         changes the rule is never run by it); None otherwise."""
-        if not cls.__dict__.get("compiled", False):
+        if not cls.__dict__.get("compiled_core", False):
             return None
         from kvtheory.policies.compiled.radix import CompiledRadix
 
@@ -141,17 +177,15 @@ class RadixPolicy(EvictionPolicy):
         """Every query's hits from a compiled core when the class itself opted in; None otherwise. On a flat
         trie with shortfall eviction and whole-leaf evictions (``whole_node``, or one-token edges, where a
         token is a leaf) that is the flat core (:mod:`kvtheory.policies.compiled.flat`, about twice as fast
-        there), else the general one (:mod:`kvtheory.policies.compiled.radix`)."""
-        if not cls.__dict__.get("compiled", False):
+        there), else the general one (:meth:`compiled_object`)."""
+        if not cls.__dict__.get("compiled_core", False):
             return None
         arrays = flat_trie_arrays(trie) if evict_amount == "shortfall" else None
         if arrays is not None and (cls.whole_node or int(arrays[1].max(initial=0)) <= 1):
             from kvtheory.policies.compiled.flat import run_flat_radix
 
             return run_flat_radix(trie, budget, batch, refresh=cls.refresh_on_hit)
-        from kvtheory.policies.compiled.radix import run_radix
-
-        return run_radix(cls, trie, budget, batch, evict_amount)
+        return super().run_compiled(trie, budget, batch, seed, evict_amount)
 
     def cached_prefix(self, j: int) -> int:
         return self._match(self.trie.path(j), mutate=False)[1]
@@ -238,20 +272,7 @@ class RadixPolicy(EvictionPolicy):
             heapq.heappush(heap, entry)
 
     def kept(self) -> dict[int, int]:
-        depth, parent = self.trie.depth, self.trie.parent
-        kept: dict[int, int] = {}
-        stack = list(self._root.children.values())
-        while stack:
-            node = stack.pop()
-            stack.extend(node.children.values())
-            v = node.bottom
-            while v and depth[v] > node.d0:
-                lo = depth[parent[v]]
-                overlap = min(depth[v], node.d1) - max(lo, node.d0)
-                if overlap > 0:
-                    kept[v] = kept.get(v, 0) + overlap
-                v = parent[v]
-        return kept
+        return kept_of_nodes(self.trie, self._root)
 
     # -- exact analysis (kvtheory.game) --------------------------------------------------------------------
     def state_key(self) -> tuple:
@@ -262,12 +283,7 @@ class RadixPolicy(EvictionPolicy):
         cid is larger than all live ones (the clock advances before a batch, cids only grow), a refreshed or
         split node taking the new stamp with its own cid. So only the order of the (stamp, cid) pairs and the
         order of the cids among live nodes decide the future, not their values."""
-        nodes = []
-        stack = list(self._root.children.values())
-        while stack:
-            node = stack.pop()
-            stack.extend(node.children.values())
-            nodes.append(node)
+        nodes = live_nodes(self._root)
         by_stamp = {id(n): r for r, n in enumerate(sorted(nodes, key=lambda n: (n.stamp, n.cid)))}
         by_cid = {id(n): r for r, n in enumerate(sorted(nodes, key=lambda n: n.cid))}
         return tuple(sorted((n.bottom, n.d0, n.d1, by_stamp[id(n)], by_cid[id(n)]) for n in nodes))

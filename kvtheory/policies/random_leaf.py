@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from kvtheory.policies import register_policy
 from kvtheory.policies.edge_cache import LeafTokenSampler
@@ -18,6 +18,6 @@ class RandomLeaf(LeafTokenSampler):
     compiled_core = True
     marking = False
 
-    def _after_batch(self, on_paths: Collection[int]) -> None:
+    def _after_batch(self, paths: Sequence[Sequence[int]], on_paths: Collection[int]) -> None:
         for v in on_paths:
             self._unmark(v)

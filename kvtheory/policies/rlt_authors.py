@@ -10,7 +10,7 @@ nodes at depths (d0, d1] of the root path of trie node ``bottom`` (the shallowes
 from __future__ import annotations
 
 import copy
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
 
@@ -20,7 +20,7 @@ from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies import register_policy
 from kvtheory.policies.base import EvictionPolicy, union_misses
 from kvtheory.policies.dispatch import CORE_MIN_DRAWN_TOKENS
-from kvtheory.policies.radix import put_above
+from kvtheory.policies.radix import descend, kept_of_nodes, live_nodes, put_above
 
 
 class _Node:
@@ -97,43 +97,7 @@ class AuthorsRLT(EvictionPolicy):
 
         return CompiledAuthorsRLT(trie, budget, seed=seed, evict_amount=evict_amount)
 
-    @classmethod
-    def run_compiled(
-        cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> np.ndarray | None:
-        """Every query's hits from the compiled core (:mod:`kvtheory.policies.compiled.authors`), on any trie and
-        for both eviction amounts, when the class opted in; None otherwise."""
-        if not cls.__dict__.get("compiled_core", False):
-            return None
-        from kvtheory.policies.compiled.authors import run_authors
-
-        return run_authors(trie, budget, batch, seed, evict_amount)
-
     # -- walking the tree ---------------------------------------------------------------------------
-    def _descend(self, path: Sequence[int]) -> tuple[_Node, int, list[_Node], _Node | None, int]:
-        """Walk the longest cached prefix of ``path``: (last whole node, its depth d1, the whole nodes
-        walked, the node the prefix ends inside or None, the trie node where it ends there)."""
-        depth, is_ancestor = self.trie.depth, self.trie.is_ancestor
-        end = path[-1]
-        length = depth[end]
-        node, matched, i = self._root, 0, 0
-        walked: list[_Node] = []
-        # each round walks a whole node (matched grows by one token or more) or ends the walk
-        for _ in range(length + 1):
-            if matched >= length:
-                return node, matched, walked, None, -1
-            i = bisect_right(path, matched, lo=i, key=depth.__getitem__)  # the edge holding depth matched + 1
-            child = node.children.get(path[i])
-            if child is None:
-                return node, matched, walked, None, -1
-            if not is_ancestor(child.bottom, end):
-                # the deepest node of the path on child's own path (the path nodes above it come first)
-                j = bisect_left(path, True, lo=i, key=lambda v: not is_ancestor(v, child.bottom)) - 1
-                return node, matched, walked, child, path[j]
-            walked.append(child)
-            node, matched = child, child.d1
-        raise AssertionError(f"the walk down a cached prefix of {length} tokens did not end within its bound")
-
     def _split(self, child: _Node, at: int) -> _Node:
         """Split ``child`` at trie node ``at`` (strictly inside it); return the new upper node. The lower
         part keeps the original node (its mark; SGLang's ``_split_node``)."""
@@ -177,7 +141,7 @@ class AuthorsRLT(EvictionPolicy):
 
     # -- the policy interface -----------------------------------------------------------------------
     def cached_prefix(self, j: int) -> int:
-        _, matched, _, inside, at = self._descend(self.trie.path(j))
+        _, matched, _, inside, at = descend(self.trie, self._root, self.trie.path(j))
         return self.trie.depth[at] if inside is not None else matched
 
     def serve(self, batch: Sequence[int]) -> list[int]:
@@ -214,7 +178,7 @@ class AuthorsRLT(EvictionPolicy):
         hits: list[int] = []
         ends: list[_Node] = []
         for path in paths:
-            node, matched, _, inside, at = self._descend(path)
+            node, matched, _, inside, at = descend(self.trie, self._root, path)
             if inside is not None:
                 node, matched = self._split_and_mark(inside, at), self.trie.depth[at]
             hits.append(matched)
@@ -232,7 +196,7 @@ class AuthorsRLT(EvictionPolicy):
 
     def _insert(self, path: Sequence[int]) -> None:
         depth = self.trie.depth
-        node, matched, walked, inside, at = self._descend(path)
+        node, matched, walked, inside, at = descend(self.trie, self._root, path)
         for whole in walked:
             self._mark(whole)
         if inside is not None:
@@ -308,24 +272,8 @@ class AuthorsRLT(EvictionPolicy):
         the marks; ``marked_count`` is kept apart because a split's upper node is marked without being counted.
         The order of the candidate list only decides which draw picks which candidate, not the distribution
         of what is evicted, and ``phase_starts`` only counts: neither is part of the state."""
-        nodes, stack = [], list(self._root.children.values())
-        while stack:
-            node = stack.pop()
-            stack.extend(node.children.values())
-            nodes.append((node.d0, node.d1, node.bottom, node.marked))
+        nodes = ((node.d0, node.d1, node.bottom, node.marked) for node in live_nodes(self._root))
         return tuple(sorted(nodes)), self.marked_count
 
     def kept(self) -> dict[int, int]:
-        depth, parent = self.trie.depth, self.trie.parent
-        kept: dict[int, int] = {}
-        stack = list(self._root.children.values())
-        while stack:
-            node = stack.pop()
-            stack.extend(node.children.values())
-            v = node.bottom
-            while v and depth[v] > node.d0:
-                overlap = min(depth[v], node.d1) - max(depth[parent[v]], node.d0)
-                if overlap > 0:
-                    kept[v] = kept.get(v, 0) + overlap
-                v = parent[v]
-        return kept
+        return kept_of_nodes(self.trie, self._root)

@@ -20,7 +20,8 @@ instead, with probability proportional to ``weight`` (uniform by default), from 
 and gives its decision as a distribution too (:meth:`SamplerRule.eviction_distribution`).
 
 Cost: a ``priority`` (or ``weight``) call per leaf and per evicted token, which suits a plug-in on the
-instances it is checked and compared on; the built-in policies keep their own engines.
+instances it is checked and compared on. LFU-leaf (:mod:`kvtheory.policies.lfu`) is a PriorityRule whose
+engine keeps the leaves in a lazy heap by its priority instead.
 """
 
 from __future__ import annotations
@@ -74,26 +75,17 @@ class PriorityRule(EdgeCache):
         depth = trie.depth[trie.parent[v]] + kept
         return LeafView(v, depth, kept, self._last_access[v], self._inserted[v], self._requests[v])
 
-    def serve(self, batch: Sequence[int]) -> list[int]:
-        trie, kept, edge_len = self.trie, self._kept, self.trie.edge_len
+    def _before_batch(self, paths: Sequence[Sequence[int]], on_paths: Collection[int]) -> None:
+        """The batch's books: a new step, a request per query and path edge, this step as the last access of the
+        batch's edges, and as the insertion step of those it loads (none of them is evicted for the batch)."""
         self.step += 1
-        paths = [trie.path(j) for j in batch]
-        hits = [self.cached_prefix(j) for j in batch]
-        on_paths = {v for path in paths for v in path}
         for path in paths:
             for v in path:
                 self._requests[v] += 1
         for v in on_paths:
             self._last_access[v] = self.step
-        missing = sum(edge_len[v] - int(kept[v]) for v in on_paths)
-        overflow = self.size + missing - self.budget
-        if overflow > 0:
-            self._evict(self.tokens_to_free(overflow, missing), overflow, on_paths)
-        for v in on_paths:
-            if kept[v] == 0:
+            if self._kept[v] == 0:
                 self._inserted[v] = self.step
-        self._fill(paths)
-        return hits
 
     def leaves(self, on_paths: Collection[int]) -> list[int]:
         """The cached leaf edges off ``on_paths``, ascending."""

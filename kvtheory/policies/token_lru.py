@@ -12,4 +12,4 @@ class TokenLRU(RadixPolicy):
     name = "token-lru"
     refresh_on_hit = True
     whole_node = False
-    compiled = True
+    compiled_core = True

@@ -25,6 +25,7 @@ from kvtheory.reference.random_leaf import ReferenceRandomLeaf  # noqa: E402
 from kvtheory.reference.rlt import ReferenceRLT  # noqa: E402
 from kvtheory.reference.rlt_authors import ReferenceAuthorsRLT  # noqa: E402
 from kvtheory.reference.token_lru import ReferenceTokenLRU  # noqa: E402
+from kvtheory.reference.vllm import ReferenceVllm  # noqa: E402
 
 
 def reference_policy(
@@ -61,6 +62,7 @@ __all__ = [
     "ReferenceRLT",
     "ReferenceRandomLeaf",
     "ReferenceTokenLRU",
+    "ReferenceVllm",
     "reference_policy",
     "reference_run",
     "register_reference",

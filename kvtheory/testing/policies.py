@@ -21,13 +21,18 @@ from kvtheory.policies import ONLINE_POLICIES, EvictionPolicy, policy_class
 from kvtheory.policies.base import EVICT_AMOUNTS
 from kvtheory.policies.ledger import CheckedPolicy, ModelViolation
 from kvtheory.reference import REFERENCE_POLICIES, reference_policy
-from kvtheory.testing.strategies import instances
+from kvtheory.testing.strategies import block_instances, instances
 
 #: hypothesis examples per check: batches of 1 to 4 over three token ids (shared prefixes, repeats, splits)
 EXAMPLES = 60
 _INSTANCES = st.one_of(
     instances(max_queries=12, max_length=5, alphabet=3, max_batch=4),
     instances(max_queries=10, max_length=8, alphabet=2, max_batch=4),
+)
+#: a block engine's instances: block sizes 1 to 3, and budgets where vLLM's allocation fits every batch
+_BLOCK_INSTANCES = st.one_of(
+    block_instances(max_queries=12, max_length=5, alphabet=3, max_batch=4),
+    block_instances(max_queries=10, max_length=8, alphabet=2, max_batch=4),
 )
 
 
@@ -39,9 +44,10 @@ def _policy(policy: str | type[EvictionPolicy]) -> type[EvictionPolicy]:
     return policy
 
 
-def _describe(workload: Workload, budget: int, batch: int, **more) -> str:
+def _describe(workload: Workload, budget: int, batch: int, block_size: int = 1, **more) -> str:
     extra = "".join(f", {key}={value}" for key, value in more.items())
-    return f"workload {workload.token_lists()}, B={budget}, batch={batch}{extra}"
+    blocks = f", block size {block_size}" if block_size != 1 else ""
+    return f"workload {workload.token_lists()}, B={budget}, batch={batch}{blocks}{extra}"
 
 
 def amounts(cls: type[EvictionPolicy]) -> tuple[str, ...]:
@@ -63,8 +69,8 @@ def backends(cls: type[EvictionPolicy]) -> tuple[str, ...]:
     return ("python", "compiled") if cls.compiled_object(trie, 1, seed=0) is not None else ("python",)
 
 
-def _property(check: Callable, examples: int, shrink: bool) -> Callable[[], None]:
-    """``check(instance, seed, choice)`` run on hypothesis's instances, derandomized; a failure is one
+def _property(check: Callable, examples: int, shrink: bool, drawn=_INSTANCES) -> Callable[[], None]:
+    """``check(instance, seed, choice)`` run on hypothesis's instances (``drawn``), derandomized; a failure is one
     AssertionError (the first, where hypothesis groups several, as it does for a policy that is not
     deterministic), on the smallest instance hypothesis finds if ``shrink``, else on the first that fails."""
     phases = [Phase.explicit, Phase.reuse, Phase.generate, *([Phase.shrink] if shrink else [])]
@@ -76,7 +82,7 @@ def _property(check: Callable, examples: int, shrink: bool) -> Callable[[], None
         phases=phases,
         report_multiple_bugs=False,
         suppress_health_check=list(HealthCheck),
-    )(given(instance=_INSTANCES, seed=st.integers(0, 2**32 - 1), choice=st.integers(0, 1))(check))
+    )(given(instance=drawn, seed=st.integers(0, 2**32 - 1), choice=st.integers(0, 1))(check))
 
     def property_check() -> None:
         try:
@@ -101,9 +107,15 @@ def _first_assertion(error: BaseException) -> AssertionError | None:
     return None
 
 
-def _served(cls, workload, budget, batch, amount, seed, backend, context: str) -> list[tuple[list[int], dict]]:
-    """(hits, cache) after each batch, served through the engine's books; a violation fails ``context``."""
-    policy = cls.create(workload.trie, budget, seed=seed, evict_amount=amount, backend=backend)
+def _served(
+    cls, workload, budget, batch, amount, seed, backend, context: str, block_size: int = 1
+) -> list[tuple[list[int], dict]]:
+    """(hits, cache) after each batch, served through the engine's books; a violation fails ``context``. A block
+    engine is built with its ``block_size`` (it has no compiled core)."""
+    if cls.block_engine:
+        policy = cls(workload.trie, budget, seed=seed, evict_amount=amount, block_size=block_size)
+    else:
+        policy = cls.create(workload.trie, budget, seed=seed, evict_amount=amount, backend=backend)
     checked = CheckedPolicy(policy, cls, budget, amount)
     steps = []
     try:
@@ -144,21 +156,22 @@ def policy_checks(
             raise AssertionError(f"check_policy({cls.name!r}) refuses_a_budget_below_one: B = {budget} was taken")
 
     def keeps_the_model(instance, seed, choice) -> None:
-        workload, budget, batch = instance
+        workload, budget, batch, b = _unpack(instance)
         amount, backend = taken[choice % len(taken)], engines[choice % len(engines)]
-        context = f"check_policy({cls.name!r}) keeps_the_model on {_describe(workload, budget, batch)}"
-        _served(cls, workload, budget, batch, amount, seed, backend, f"{context}, {amount}, seed={seed}, {backend}")
+        context = f"check_policy({cls.name!r}) keeps_the_model on {_describe(workload, budget, batch, b)}"
+        context = f"{context}, {amount}, seed={seed}, {backend}"
+        _served(cls, workload, budget, batch, amount, seed, backend, context, b)
 
     def deterministic_under_a_seed(instance, seed, choice) -> None:
-        workload, budget, batch = instance
+        workload, budget, batch, b = _unpack(instance)
         amount = taken[choice % len(taken)]
         for backend in engines:
             context = (
                 f"check_policy({cls.name!r}) deterministic_under_a_seed on "
-                f"{_describe(workload, budget, batch, seed=seed)}, {amount}, {backend}"
+                f"{_describe(workload, budget, batch, b, seed=seed)}, {amount}, {backend}"
             )
-            first = _served(cls, workload, budget, batch, amount, seed, backend, context)
-            assert first == _served(cls, workload, budget, batch, amount, seed, backend, context), (
+            first = _served(cls, workload, budget, batch, amount, seed, backend, context, b)
+            assert first == _served(cls, workload, budget, batch, amount, seed, backend, context, b), (
                 f"{context}: two runs from one seed differ"
             )
 
@@ -174,13 +187,16 @@ def policy_checks(
             assert slow == fast, f"{context}: after batch {number} the per-edge engine has {slow}, the compiled {fast}"
 
     def matches_the_reference(instance, seed, choice) -> None:
-        workload, budget, batch = instance
+        workload, budget, batch, b = _unpack(instance)
         amount = taken[choice % len(taken)]
         if amount != "shortfall":
             return  # the references evict the model's shortfall
-        context = f"check_policy({cls.name!r}) matches_the_reference on {_describe(workload, budget, batch)}"
-        steps = _served(cls, workload, budget, batch, amount, seed, "python", context)
-        reference = reference_policy(workload, budget, cls.name, batch=batch, seed=seed)
+        context = f"check_policy({cls.name!r}) matches_the_reference on {_describe(workload, budget, batch, b)}"
+        steps = _served(cls, workload, budget, batch, amount, seed, "python", context, b)
+        if cls.block_engine:
+            reference = REFERENCE_POLICIES.lookup(cls.name)(workload, budget, seed=seed, block_size=b)
+        else:
+            reference = reference_policy(workload, budget, cls.name, batch=batch, seed=seed)
         for number, (group, (hits, kept)) in enumerate(zip(batches(len(workload), batch), steps), start=1):
             expected = reference.serve(group)
             assert hits == expected, f"{context}: batch {number} hits {hits}, the reference's {expected}"
@@ -189,12 +205,18 @@ def policy_checks(
 
     yield "declares_a_name", declares_a_name
     yield "refuses_a_budget_below_one", refuses_a_budget_below_one
-    yield "keeps_the_model", _property(keeps_the_model, examples, shrink)
-    yield "deterministic_under_a_seed", _property(deterministic_under_a_seed, max(examples // 2, 1), shrink)
+    drawn = _BLOCK_INSTANCES if cls.block_engine else _INSTANCES
+    yield "keeps_the_model", _property(keeps_the_model, examples, shrink, drawn)
+    yield "deterministic_under_a_seed", _property(deterministic_under_a_seed, max(examples // 2, 1), shrink, drawn)
     if len(engines) > 1:
         yield "engines_agree", _property(engines_agree, examples, shrink)
     if _has_reference(cls):
-        yield "matches_the_reference", _property(matches_the_reference, examples, shrink)
+        yield "matches_the_reference", _property(matches_the_reference, examples, shrink, drawn)
+
+
+def _unpack(instance: tuple) -> tuple:
+    """(workload, budget, batch, block size) of an instance; section 1's instances have block size 1."""
+    return (*instance, 1) if len(instance) == 3 else instance
 
 
 def _has_reference(cls: type[EvictionPolicy]) -> bool:
@@ -210,7 +232,9 @@ def check_policy(policy: str | type[EvictionPolicy], *, examples: int = EXAMPLES
     each eviction amount the policy takes, each engine it has) with ``cached_prefix`` equal to the engine's
     count after every batch; determinism under a seed; the per-edge and compiled engines equal batch for
     batch, where there is a compiled one; and equality with the per-token reference, hit for hit and cache
-    for cache, where kvtheory has one.
+    for cache, where kvtheory has one. A block engine (``block_engine``, as ``vllm``) is checked by the engine's
+    block books (:mod:`kvtheory.policies.block_ledger`) on instances of block sizes 1 to 3 whose pools hold
+    every batch's allocation.
     """
     for _, check in policy_checks(policy, examples=examples, shrink=shrink):
         check()

@@ -27,3 +27,16 @@ def instances(draw, max_queries: int = 10, max_length: int = 5, alphabet: int = 
     need = max(footprint(trie, [trie.path(j) for j in group]) for group in batches(len(tokens), batch))
     budget = draw(st.integers(need, need + 6))
     return workload, budget, batch
+
+
+@st.composite
+def block_instances(draw, max_queries: int = 10, max_length: int = 8, alphabet: int = 2, max_batch: int = 4):
+    """(workload, budget B, batch beta, block size b) for a block engine: b from 1 to 3 and B a multiple of b with
+    room for every batch's requests to hold all their blocks at once (the sum of ceil(L / b) over the batch, up to
+    6 blocks more), which is what vLLM's allocation needs at most."""
+    tokens = draw(token_lists(max_queries, max_length, alphabet))
+    workload = Workload.from_token_lists(tokens)
+    batch = draw(st.integers(1, max_batch))
+    b = draw(st.integers(1, 3))
+    need = max(sum(-(-len(tokens[j]) // b) for j in group) for group in batches(len(tokens), batch))
+    return workload, b * draw(st.integers(need, need + 6)), batch, b

@@ -1,9 +1,9 @@
 """One registry for every workload generator and adversary family, by name.
 
 Generators register themselves on import (the ``register`` decorator): :mod:`kvtheory.workloads` imports
-its generator modules, and the public API (``import kvtheory``, which any import of a kvtheory module
-runs first) imports :mod:`adversaries`, so every name is known before ``generate`` runs, and this module
-imports nothing above it.
+its generator modules and then :mod:`adversaries` (named to it by the public API, ``kvtheory/__init__.py``,
+which any import of a kvtheory module runs first: :func:`kvtheory.registry.add_provider`), so every name is
+known before ``generate`` runs, and this module imports nothing above it.
 
 A generator is a plain function ``f(*, seed: int, **params) -> Workload`` whose keyword parameters all
 have defaults; the annotations of those defaults tell the command line how to parse ``key=value``

@@ -97,7 +97,8 @@ def register(claim: Claim) -> Claim:
 
 
 def _load() -> None:
-    from proofs_check.claims import eviction, routing  # noqa: F401  (register on import)
+    from proofs_check.claims import eviction, routing  # noqa: F401, I001  (register on import, in this order)
+    from proofs_check.claims import predictions  # noqa: F401
 
 
 def all_claims() -> list[Claim]:
@@ -106,14 +107,14 @@ def all_claims() -> list[Claim]:
 
 
 def select(ids) -> list[Claim]:
-    """Claims by id, in registry order; ``C9`` selects C9a, C9b, C9c; no ids selects all."""
+    """Claims by id, in registry order; ``C9`` selects C9a, C9b, C9c, ``3`` selects C3; no ids selects all."""
     _load()
     if not ids:
         return list(CLAIMS.values())
     chosen: list[Claim] = []
     for wanted in ids:
         key = wanted.strip().upper().replace("CLAIM", "C")
-        if not key.startswith("C"):
+        if key[:1].isdigit():
             key = "C" + key
         matches = [c for c in CLAIMS.values() if c.id.upper() == key]
         if not matches:

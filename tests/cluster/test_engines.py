@@ -61,7 +61,9 @@ def _same_clocks(a, b) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(LOW_LOAD))
-@pytest.mark.parametrize("policy", sorted(ONLINE_POLICIES))
+# vllm left out: the continuous engine takes a served prompt to be cached whole (section 1's residency), which
+# vLLM's block pool never gives (its partial last block and last token), so it refuses vllm
+@pytest.mark.parametrize("policy", sorted(name for name, cls in ONLINE_POLICIES.items() if not cls.block_engine))
 def test_at_low_load_continuous_batching_equals_batch_one_exactly(name, policy):
     generator, params = LOW_LOAD[name]
     w = generate(generator, {**params, "order": "random"}, seed=5)
@@ -208,7 +210,7 @@ def test_serving_running_requests_with_an_eviction_is_a_lock_for_the_radix_polic
 @settings(max_examples=60, deadline=EXAMPLE_DEADLINE)
 @given(
     instances(max_queries=12, max_length=6),
-    st.sampled_from(sorted(ONLINE_POLICIES)),
+    st.sampled_from(sorted(name for name, cls in ONLINE_POLICIES.items() if not cls.block_engine)),  # see above
     st.lists(st.integers(0, 3), min_size=12, max_size=12),
     st.lists(st.sampled_from([0.0, 0.25, 1.0, 3.0]), min_size=12, max_size=12),
     st.integers(1, 4),
@@ -394,3 +396,9 @@ def test_a_prompt_that_fills_the_chunk_exactly_is_not_cut_and_leaves_no_room():
     assert exact.service == [[4.0, 2.0]] and exact.engine_state["prefill_iterations"] == 2
     room = simulate(w, cluster, "round-robin", "lru", engine="continuous", chunk_size=5)
     assert room.start.tolist() == [0.0, 0.0] and room.prefill_end.tolist() == [5.0, 6.0]
+
+
+def test_the_continuous_engine_refuses_a_block_engine_in_one_line():
+    w = generate("gsp", {"groups": 2, "prompts": 2, "lengths": [40]}, seed=0)
+    with pytest.raises(InputError, match=r"^policy 'vllm' runs on the batch engine only, not the continuous one$"):
+        simulate(w, l40(1, 700), "round-robin", "vllm", engine="continuous")

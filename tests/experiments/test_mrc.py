@@ -3,8 +3,8 @@ curve never decreases with the budget."""
 
 import orjson
 import pytest
+from cli_runner import run_cli
 
-from kvtheory.cli import main
 from kvtheory.experiments.mrc import budget_range, miss_ratio_curve
 from kvtheory.model.traces import read_workload, write_mooncake
 from kvtheory.workloads import generate
@@ -19,36 +19,27 @@ def trace(tmp_path_factory):
     return path
 
 
-def _cli(capsys, *argv):
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exited:  # argparse's usage errors
-        code = exited.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_mrc_values_equal_single_evict_and_opt_runs(capsys, trace):
     workload = read_workload(trace, "mooncake", 8)
     low = workload.max_length
     budgets = sorted({low, 2 * low, 4 * low, workload.trie.distinct_tokens})
     assert len(budgets) == 4
-    code, out, _ = _cli(
+    code, out, _ = run_cli(
         capsys,
-        "mrc", "--workload", trace, "--block-size", 8, "--budgets", ",".join(map(str, budgets)),
+        "mrc", "--workload", trace, "--hash-block-size", 8, "--budgets", ",".join(map(str, budgets)),
         "--policies", "lru,rlt,fif", "--seeds", 3, "--workers", 2, "--json",
     )  # fmt: skip
     assert code == 0
     result = orjson.loads(out)
     assert result["budgets"] == budgets and set(result["hit_rate"]) == {"lru", "rlt", "fif"}
     for i, budget in enumerate(budgets):
-        common = ["--workload", trace, "--block-size", 8, "--budget", budget, "--json"]
-        _, out, _ = _cli(capsys, "evict", *common, "--policy", "lru")
+        common = ["--workload", trace, "--hash-block-size", 8, "--budget", budget, "--json"]
+        _, out, _ = run_cli(capsys, "evict", *common, "--policy", "lru")
         single = orjson.loads(out)
         assert result["misses"]["lru"][i] == single["misses"] and result["hit_rate"]["lru"][i] == single["hit_rate"]
-        _, out, _ = _cli(capsys, "evict", *common, "--policy", "rlt", "--seeds", 3)
+        _, out, _ = run_cli(capsys, "evict", *common, "--policy", "rlt", "--seeds", 3)
         assert result["misses"]["rlt"][i] == orjson.loads(out)["misses_mean"]
-        _, out, _ = _cli(capsys, "opt", *common)
+        _, out, _ = run_cli(capsys, "opt", *common)
         single = orjson.loads(out)
         assert result["misses"]["fif"][i] == single["misses"] and result["hit_rate"]["fif"][i] == single["hit_rate"]
     assert result["opt_status"] == ["optimal"] * len(budgets)
@@ -78,8 +69,8 @@ def test_opt_curve_never_decreases_with_the_budget(trace):
 
 def test_mrc_draws_a_plot(capsys, trace, tmp_path):
     figure = tmp_path / "mrc.png"
-    code, _, _ = _cli(
-        capsys, "mrc", "--workload", trace, "--block-size", 8, "--budget-range", "2000:8000:3",
+    code, _, _ = run_cli(
+        capsys, "mrc", "--workload", trace, "--hash-block-size", 8, "--budget-range", "2000:8000:3",
         "--policies", "lru,fif", "--workers", 1, "--plot", figure,
     )  # fmt: skip
     assert code == 0 and figure.stat().st_size > 1000
@@ -98,7 +89,7 @@ def test_mrc_draws_a_plot(capsys, trace, tmp_path):
 def test_mrc_bad_input_is_one_line_and_exit_2(capsys, trace, argv, message):
     if "--policies" not in argv:
         argv = [*argv, "--policies", "lru"]
-    code, out, err = _cli(capsys, "mrc", "--workload", trace, "--block-size", 8, *argv)
+    code, out, err = run_cli(capsys, "mrc", "--workload", trace, "--hash-block-size", 8, *argv)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and not out
 
 
@@ -122,6 +113,6 @@ def test_a_bad_trace_line_is_one_line_and_exit_2_on_every_command(capsys, tmp_pa
         ["ratio", "--policy", "lru", "--budget", 10],
         ["mrc", "--policies", "lru", "--budgets", 10],
     ):
-        code, out, err = _cli(capsys, *argv, "--workload", path)
+        code, out, err = run_cli(capsys, *argv, "--workload", path)
         assert code == 2 and not out and err.count("\n") == 1, argv
         assert f"{path}:2: timestamp 4 is before the previous line's 5" in err

@@ -144,7 +144,7 @@ def test_options_the_readers_refuse(tmp_path):
     for block_size in (0, -4, 2.0, True):
         with pytest.raises(InputError) as caught:
             read_workload(path, "mooncake", block_size=block_size)
-        assert str(caught.value) == f"--block-size must be a positive integer, got {block_size!r}"
+        assert str(caught.value) == f"--hash-block-size must be a positive integer, got {block_size!r}"
     with pytest.raises(InputError) as caught:
         write_mooncake(Workload.from_token_lists([[1, 2]]), tmp_path / "out.jsonl")
     assert str(caught.value) == "query 0: only block queries can be written as a Mooncake trace"

@@ -201,7 +201,7 @@ def test_the_partial_last_block_follows_the_mooncake_rule(tmp_path):
     for length, n in ((16, 1), (17, 2), (32, 2)):
         (q,) = read_bailian(write(tmp_path / "one.jsonl", [bailian_line(length=length, ids=range(n))]))
         assert q.length == length
-    # --block-size overrides the format's 16: the same line is then one 20-token block of 32
+    # --hash-block-size overrides the format's 16: the same line is then one 20-token block of 32
     (q,) = read_workload(write(tmp_path / "wide.jsonl", [bailian_line(length=20, ids=(1,))]), "bailian", 32)
     assert q.block_size == 32 and q.length == 20
 
@@ -363,14 +363,14 @@ def test_the_docs_list_the_registered_formats():
 def test_trace_stats_refuses_a_bad_block_size_in_one_line(tmp_path, capsys, value):
     path = write(tmp_path / "trace.jsonl", THREE)
     with pytest.raises(SystemExit) as exited:
-        main(["trace-stats", "--workload", str(path), "--block-size", value])
+        main(["trace-stats", "--workload", str(path), "--hash-block-size", value])
     err = capsys.readouterr().err
-    assert exited.value.code == 2 and err.count("\n") == 1 and "--block-size" in err
+    assert exited.value.code == 2 and err.count("\n") == 1 and "--hash-block-size" in err
 
 
 def test_a_block_size_the_lines_do_not_fit_is_the_first_lines_error(tmp_path, capsys):
     path = write(tmp_path / "trace.jsonl", THREE)
-    code, _, err = run_cli(capsys, "trace-stats", "--workload", path, "--block-size", "8")
+    code, _, err = run_cli(capsys, "trace-stats", "--workload", path, "--hash-block-size", "8")
     # r1: 20 tokens in 2 blocks of 8 would need 8 < 20 <= 16
     assert code == 2 and err == (
         f"kvtheory trace-stats: error: {path}:1: input_length 20 does not fit 2 block(s) of 8 tokens "

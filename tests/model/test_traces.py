@@ -341,7 +341,7 @@ def test_unknown_format_and_bad_block_size_are_errors(tmp_path):
     (tmp_path / "m.jsonl").write_text(GOOD + "\n")
     with pytest.raises(InputError, match="unknown format 'parquet'"):
         read_workload(tmp_path / "m.jsonl", "parquet")
-    with pytest.raises(InputError, match="block-size"):
+    with pytest.raises(InputError, match="hash-block-size"):
         read_workload(tmp_path / "m.jsonl", "mooncake", block_size=0)
 
 
@@ -381,7 +381,7 @@ def test_route_on_a_trace_uses_its_timestamps_as_arrivals(tmp_path, capsys):
     workload = read_workload(path, "auto", block_size=4)
     assert arrival_times(workload, None, None).tolist() == [0.0, 1.5, 1.5, 4.25]
     assert [q.output_len for q in workload] == [1, 1, 1, 1]
-    argv = ["route", "--workload", path, "--block-size", 4, "--workers", 2, "--router", "round-robin"]
+    argv = ["route", "--workload", path, "--hash-block-size", 4, "--workers", 2, "--router", "round-robin"]
     argv += ["--eviction", "lru", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--json"]
     assert main([str(a) for a in argv]) == 0
     record = orjson.loads(capsys.readouterr().out)

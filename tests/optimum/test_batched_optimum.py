@@ -127,6 +127,7 @@ def test_fif_bracket_reports_every_field_at_batch_1_by_default_and_at_batch_2():
         "fif_misses": 7,
         "budget": 3,
         "batch": 1,
+        "block_size": 1,
     }
     bracket = fif_bracket(workload, 3, batch=2).to_dict()
     assert bracket.pop("seconds") >= 0
@@ -140,6 +141,7 @@ def test_fif_bracket_reports_every_field_at_batch_1_by_default_and_at_batch_2():
         "fif_misses": 10,
         "budget": 3,
         "batch": 2,
+        "block_size": 1,
     }
 
 

@@ -120,7 +120,7 @@ def test_members_above_the_band_are_lowered_to_it_edge_by_edge():
     it. Evicting 3 tokens lowers edge 2 alone, from depth 5 to 2; edge 1 keeps its token. The lowering
     step drain takes first is called directly: one that evicts nothing fails here instead of spinning
     drain's loop."""
-    from kvtheory.optimum.water_level import WaterLevel
+    from kvtheory.policies.water_level import WaterLevel
 
     group = WaterLevel(depth=[0, 2, 5], parent=[0, 0, 0])
     group.add(1, 2)
@@ -168,7 +168,7 @@ def test_a_member_lowered_all_the_way_joins_the_band():
     holds above the band: it is lowered by 4 to the level and joins the band (then drain lowers the band,
     edge 2 first at the tie). Edge 3 (floor 3, under edge 2's node at depth 3, 2 tokens) empties on the
     way down and leaves the group."""
-    from kvtheory.optimum.water_level import WaterLevel
+    from kvtheory.policies.water_level import WaterLevel
 
     group = WaterLevel(depth=[0, 2, 5, 3, 5], parent=[0, 0, 0, 0, 3])
     group.add(1, 2)
@@ -290,7 +290,7 @@ def test_a_water_level_group_equals_the_per_token_reference(case):
     """WaterLevel on its own, members joining and leaving at any time (FIF removes a group's members all
     in the step they are requested): every drain's count, every removal's tokens and every node's kept
     tokens equal the per-token reference's."""
-    from kvtheory.optimum.water_level import WaterLevel
+    from kvtheory.policies.water_level import WaterLevel
 
     parents, lengths, operations = case
     depth = [0] * len(parents)

@@ -30,6 +30,10 @@ from kvtheory.policies.base import EVICT_AMOUNTS
 from kvtheory.policies.compiled.lfu import CompiledLFU
 from kvtheory.policies.compiled.radix import CompiledRadix
 
+#: the policies with compiled cores and both eviction amounts: every one but vllm, a block engine (vLLM's block
+#: pool, tests/policies/test_vllm.py), which has no compiled core and evicts only what its allocation lacks
+COMPILED = {name: cls for name, cls in ONLINE_POLICIES.items() if not cls.block_engine}
+
 RADIX = ("lru", "token-lru", "fifo")
 #: each policy with a general compiled core, and the core's class
 CORES = {"lru": CompiledRadix, "token-lru": CompiledRadix, "fifo": CompiledRadix, "lfu": CompiledLFU}
@@ -259,7 +263,7 @@ def test_every_core_says_why_a_batch_cannot_fit_word_for_word(queries):
     than the budget runs every core and every per-edge class, flat and nested, whole run or batch by batch,
     out of tokens to evict, and each says so in the same words."""
     trie = Workload.from_token_lists(queries).trie
-    for name, cls in ONLINE_POLICIES.items():
+    for name, cls in COMPILED.items():
         for amount in EVICT_AMOUNTS:
             with pytest.raises(RuntimeError, match=r"^nothing left to evict: the batch footprint exceeds the budget$"):
                 cls.run_compiled(trie, 2, 1, 0, amount)
@@ -288,7 +292,7 @@ def test_every_policy_object_keeps_its_trie_budget_and_eviction_amount():
     """What ``create`` and ``instantiate`` return, core or per-edge class, answers for the policy's name and
     the trie, budget and eviction amount it serves (the base class's attributes)."""
     trie = Workload.from_token_lists([[1, 2], [1, 3, 4]]).trie
-    for name, cls in ONLINE_POLICIES.items():
+    for name, cls in COMPILED.items():
         for amount in EVICT_AMOUNTS:
             for make in (cls.create, cls.instantiate):
                 policy = make(trie, 5, seed=0, evict_amount=amount)

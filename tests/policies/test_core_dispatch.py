@@ -16,6 +16,10 @@ from kvtheory import ONLINE_POLICIES, InputError, Workload, batches, run_fif, ru
 from kvtheory.policies import dispatch
 from kvtheory.policies.base import EVICT_AMOUNTS
 
+#: the policies with compiled cores and both eviction amounts: every one but vllm, a block engine (vLLM's block
+#: pool, tests/policies/test_vllm.py), which has no compiled core and evicts only what its allocation lacks
+COMPILED = {name: cls for name, cls in ONLINE_POLICIES.items() if not cls.block_engine}
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -81,10 +85,10 @@ def test_each_family_is_asked_with_its_own_token_threshold(monkeypatch):
         "random-leaf": dispatch.CORE_MIN_TOKENS,
         "rlt-authors": dispatch.CORE_MIN_DRAWN_TOKENS,
     }
-    assert {name: cls.compiled_min_tokens for name, cls in ONLINE_POLICIES.items()} == expected
+    assert {name: cls.compiled_min_tokens for name, cls in COMPILED.items()} == expected
     workload = Workload.from_token_lists([[1, 2], [1, 3, 4], [5]])
     tokens = workload.trie.sequence_tokens
-    for name, cls in ONLINE_POLICIES.items():
+    for name, cls in COMPILED.items():
         if expected[name] is None:
             continue
         monkeypatch.setattr(cls, "compiled_min_tokens", tokens + 1)
@@ -95,7 +99,7 @@ def test_each_family_is_asked_with_its_own_token_threshold(monkeypatch):
     monkeypatch.setattr(dispatch, "CORE_MIN_QUERIES", 4)
     assert all(type(cls.create(workload.trie, 5, seed=0)) is cls for cls in ONLINE_POLICIES.values())
     monkeypatch.setattr(dispatch, "CORE_MIN_QUERIES", 3)
-    assert not any(type(cls.create(workload.trie, 5, seed=0)) is cls for cls in ONLINE_POLICIES.values())
+    assert not any(type(cls.create(workload.trie, 5, seed=0)) is cls for cls in COMPILED.values())
 
 
 def test_the_backend_is_checked_word_for_word():
@@ -116,7 +120,7 @@ def test_both_engines_give_the_same_hits_at_every_entry_point(instance, amount, 
     workload, budget, batch = instance
     fifs = [run_fif(workload, budget, batch=batch, backend=b) for b in ("compiled", "python")]
     assert fifs[0].query_hits.tolist() == fifs[1].query_hits.tolist() and fifs[0].to_dict() == fifs[1].to_dict()
-    for name, cls in ONLINE_POLICIES.items():
+    for name, cls in COMPILED.items():
         runs = [
             run_policy(workload, budget, name, batch=batch, seed=seed, evict_amount=amount, backend=b)
             for b in ("compiled", "python")

@@ -79,6 +79,30 @@ def test_the_old_subclass_api_keeps_its_exact_hits_and_equals_the_rule(instance)
     assert legacy == kv.run_policy(workload, budget, MostRecentLeaf, batch=batch).query_hits.tolist()
 
 
+def _most_requested_first(self, leaf):
+    return (-leaf.requests, leaf.edge)
+
+
+def test_a_subclass_of_lfu_with_a_priority_of_its_own_is_ranked_by_it():
+    """LFU-leaf is a PriorityRule whose engine is a heap by LFU's own key: a subclass that ranks by another
+    priority is served by the rule's engine, with the hits of the same priority on a plain PriorityRule."""
+
+    class FromLFU(kv.LeafLFU):
+        name = "most-requested-from-lfu"
+        priority = _most_requested_first
+
+    class FromRule(kv.PriorityRule):
+        name = "most-requested-from-rule"
+        priority = _most_requested_first
+
+    rng = np.random.default_rng(3)
+    workload = kv.Workload.from_token_lists(
+        [rng.integers(0, 3, size=int(rng.integers(1, 5))).tolist() for _ in range(40)]
+    )
+    runs = [kv.run_policy(workload, 8, rule, batch=2).query_hits.tolist() for rule in (FromLFU, FromRule, "lfu")]
+    assert runs[0] == runs[1] != runs[2]
+
+
 def test_built_in_policies_are_served_unchecked_by_default_and_checked_on_request():
     workload = kv.Workload.from_token_lists([[1, 2], [1, 3], [4], [1, 2]] * 5)
     for name in kv.ONLINE_POLICIES:

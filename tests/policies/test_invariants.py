@@ -22,7 +22,10 @@ from kvtheory import (
     solve_optimum,
 )
 
-ALL = [*ONLINE_POLICIES, "fif"]
+#: section 1's policies: vllm (a block engine) keeps other invariants, checked by its block ledger (check_policy)
+#: and tests/policies/test_vllm.py; its cache is not prefix-closed and it may beat a section 1 optimum in a batch
+SECTION_1 = [name for name, cls in ONLINE_POLICIES.items() if not cls.block_engine]
+ALL = [*SECTION_1, "fif"]
 RANDOMIZED = [name for name, cls in ONLINE_POLICIES.items() if cls.randomized]
 # policies that evict one token at a time: when they must evict, they stop exactly at the budget
 TOKEN_GRANULAR = [name for name in ALL if name != "lru"]
@@ -131,8 +134,8 @@ def test_the_optimum_misses_at_most_every_online_policy(instance):
         assert optimum.misses == fif
     # a lower bound every policy pays too: each distinct token node is prefilled at least once
     assert optimum.misses >= workload.trie.distinct_tokens
-    for name, cls in ONLINE_POLICIES.items():
-        for seed in (0, 1) if cls.randomized else (None,):
+    for name in SECTION_1:
+        for seed in (0, 1) if ONLINE_POLICIES[name].randomized else (None,):
             assert optimum.misses <= run_policy(workload, budget, name, batch=batch, seed=seed).misses, name
 
 

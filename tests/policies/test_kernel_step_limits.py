@@ -110,7 +110,7 @@ def test_radix_walk_up_a_cyclic_trie_is_an_internal_error():
     _cyclic(policy._trie[radix.T_PARENT], trie.end[0])
     with pytest.raises(RuntimeError, match=r"^internal error: kernel load_path of the compiled radix core"):
         policy.serve([0])
-    with pytest.raises(RuntimeError, match=r"^internal error: kernel cached_prefix_of of the compiled radix core"):
+    with pytest.raises(RuntimeError, match=r"^internal error: kernel cached_prefix_of of the compiled cores"):
         policy.cached_prefix(0)
 
 
@@ -120,7 +120,7 @@ def test_lfu_walk_up_a_cyclic_trie_is_an_internal_error():
     _cyclic(policy._parent, trie.end[1])
     with pytest.raises(RuntimeError, match=r"^internal error: kernel lfu_serve of the compiled LFU core"):
         policy.serve([1])
-    with pytest.raises(RuntimeError, match=r"^internal error: kernel _cached_prefix of the compiled LFU core"):
+    with pytest.raises(RuntimeError, match=r"^internal error: kernel cached_prefix_of of the compiled cores"):
         policy.cached_prefix(1)
 
 
@@ -130,7 +130,7 @@ def test_sampler_walk_up_a_cyclic_trie_is_an_internal_error():
     _cyclic(policy._state.parent, trie.end[0])
     with pytest.raises(RuntimeError, match=r"^internal error: kernel serve_batch of the compiled sampler core"):
         policy.serve([0])
-    with pytest.raises(RuntimeError, match=r"^internal error: kernel _path_sum of the compiled sampler core"):
+    with pytest.raises(RuntimeError, match=r"^internal error: kernel cached_prefix_of of the compiled cores"):
         policy.cached_prefix(0)
 
 

@@ -47,11 +47,21 @@ def test_the_pages_hold_their_generated_blocks():
     """Removing a block's markers (and typing the table instead) is caught too."""
     found = {page: docs_results.blocks((ROOT / page).read_text()) for page in docs_results.PAGES}
     assert "claims-table" in found["docs/claims.md"] and "claim-findings" in found["docs/claims.md"]
-    assert "costmodel-table" in found["docs/cluster.md"]
-    assert {"claims-summary", "table1-tables"} <= set(found["docs/results.md"])
+    assert {"costmodel-table", "engine-locks-table"} <= set(found["docs/cluster.md"])
+    assert {"claims-summary", "table1-tables", "model-types-table"} <= set(found["docs/results.md"])
+    assert {"cluster-main-tables", "cluster-offline-table", "cluster-sweeps-tables"} <= set(found["docs/results.md"])
+    assert "page-size-table" in found["docs/results.md"]
+    assert "game-sizes-table" in found["docs/game.md"]
     generated = {"batched-optimum-table", "sweeps-table", "traces-table", "flat-trace-table"}
-    generated |= {"cluster-simulation-table", "cluster-mip-table"}
+    generated |= {"cluster-simulation-table", "cluster-mip-table", "single-worker-table", "mip-scaling-table"}
     assert generated <= set(found["docs/performance.md"])
+    assert "recorded by hand" not in (ROOT / "docs" / "performance.md").read_text().lower()
+
+
+@pytest.mark.parametrize("page", ["docs/results.md", "docs/cluster.md", "docs/game.md", "docs/mutation-testing.md"])
+def test_pages_drawn_wholly_from_stored_results_keep_no_hand_recorded_section(page):
+    """These pages' run figures all come from generated blocks: none is marked as copied from a run by hand."""
+    assert "recorded by hand" not in (ROOT / page).read_text().lower()
 
 
 def test_a_number_edited_by_hand_is_caught():

@@ -89,7 +89,7 @@ def read_workload(path: str | Path, format: str = "kvtheory", block_size: int | 
     if block_size is None:
         block_size = cls.block_size or DEFAULT_BLOCK_SIZE
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
-        raise InputError(f"--block-size must be a positive integer, got {block_size!r}")
+        raise InputError(f"--hash-block-size must be a positive integer, got {block_size!r}")
     return cls.read(Path(path), block_size)
 
 

@@ -137,7 +137,7 @@ def read_block_trace(
     the first bad line, or the file for an unreadable or empty one; unknown keys (other than ``fields``) are
     ignored with one warning line naming them."""
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
-        raise InputError(f"--block-size must be a positive integer, got {block_size!r}")
+        raise InputError(f"--hash-block-size must be a positive integer, got {block_size!r}")
     path = Path(path)
     try:
         data = path.read_bytes()

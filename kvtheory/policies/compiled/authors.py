@@ -29,7 +29,7 @@ phase counts (tests/policies/test_authors_core.py compares them):
 Memory: O(trie nodes + queries) int64 arrays: a query creates at most three nodes (a split in each of its
 two walks and a new leaf), and a deleted node's id is reused, so the arrays grow with the nodes alive at
 once. One kernel, :func:`authors_serve`, serves a run of consecutive batches: the
-whole run (:func:`run_authors`) is one call, :class:`CompiledAuthorsRLT` (what ``create`` returns) calls
+whole run (``run_compiled``) is one call, :class:`CompiledAuthorsRLT` (what ``create`` returns) calls
 it batch by batch. numba is a required dependency: there is no interpreted fallback.
 """
 
@@ -56,6 +56,7 @@ from kvtheory.policies.compiled.radix import (
     S_SEEN,
     T_DEPTH,
     T_EDGE,
+    T_PARENT,
     TREE_ROWS,
     attach_leaf,
     cached_prefix_of,
@@ -679,11 +680,4 @@ class CompiledAuthorsRLT(KernelServed):
         )  # fmt: skip
 
     def cached_prefix(self, j: int) -> int:
-        return int(cached_prefix_of(self._trie, self._state, self._ends[j]))
-
-
-def run_authors(
-    trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"
-) -> np.ndarray:
-    """Every query's hits under rlt-authors for the whole run (one kernel call)."""
-    return CompiledAuthorsRLT(trie, budget, seed=seed, evict_amount=evict_amount).serve_all(batch)
+        return int(cached_prefix_of(self._trie[T_PARENT], self._state[S_KEPT], self._ends[j]))

@@ -10,7 +10,8 @@ The kernel reproduces the per-edge policy hit for hit (tests/policies/test_flat_
 clock (one tick per batch), same creation ids, same lazy heap semantics, so the same leaf is evicted.
 It covers whole-node eviction (L-LRU), and token-at-a-time eviction (token-LRU, FIFO-leaf) when every
 edge holds one token, where evicting a token is evicting its leaf. numba is a required dependency:
-there is no interpreted fallback; the per-edge classes serve every other trie.
+there is no interpreted fallback; the per-edge classes serve every other trie. The heap and the buffers
+below (:func:`grow_columns`, :func:`set_aside`) serve every compiled core.
 """
 
 from __future__ import annotations
@@ -82,6 +83,26 @@ def heap_pop(ha, hb, size):
 
 
 @njit(cache=True)
+def grow_columns(array, needed):
+    """``array`` itself if it has ``needed`` columns, else a copy with at least twice as many."""
+    if array.shape[1] >= needed:
+        return array
+    wider = np.zeros((array.shape[0], max(needed, 2 * array.shape[1])), dtype=np.int64)
+    wider[:, : array.shape[1]] = array
+    return wider
+
+
+@njit(cache=True)
+def set_aside(aside, n_aside, a, b):
+    """``aside`` (the pairs of two rows put aside from a heap) with (a, b) in column ``n_aside``, enlarged first
+    (:func:`grow_columns`) if it is full."""
+    aside = grow_columns(aside, n_aside + 1)
+    aside[0, n_aside] = a
+    aside[1, n_aside] = b
+    return aside
+
+
+@njit(cache=True)
 def flat_radix_run(ends, edge_len, budget, batch, refresh):
     """Serve ``ends`` (the edge of each query) in batches of ``batch``; return each query's hits.
 
@@ -102,8 +123,7 @@ def flat_radix_run(ends, edge_len, budget, batch, refresh):
     ha = np.empty(capacity, dtype=np.int64)
     hb = np.empty(capacity, dtype=np.int64)
     size = np.zeros(1, dtype=np.int64)
-    aside_a = np.empty(batch + 1, dtype=np.int64)
-    aside_b = np.empty(batch + 1, dtype=np.int64)
+    aside = np.empty((2, batch + 1), dtype=np.int64)
     cached_tokens = 0
     next_cid = 0
     clock = 0
@@ -141,11 +161,7 @@ def flat_radix_run(ends, edge_len, budget, batch, refresh):
                 continue
             if locked[v] == clock:
                 heap_pop(ha, hb, size)
-                if n_aside == aside_a.size:
-                    aside_a = np.concatenate((aside_a, np.empty(aside_a.size, dtype=np.int64)))
-                    aside_b = np.concatenate((aside_b, np.empty(aside_b.size, dtype=np.int64)))
-                aside_a[n_aside] = s
-                aside_b[n_aside] = c
+                aside = set_aside(aside, n_aside, s, c)
                 n_aside += 1
                 continue
             heap_pop(ha, hb, size)
@@ -153,7 +169,7 @@ def flat_radix_run(ends, edge_len, budget, batch, refresh):
             cached_tokens -= edge_len[v]
             overflow -= edge_len[v]
         for i in range(n_aside):
-            heap_push(ha, hb, size, aside_a[i], aside_b[i])
+            heap_push(ha, hb, size, aside[0, i], aside[1, i])
         for j in range(start, stop):
             v = ends[j]
             if cid_of[v] != 0:
@@ -189,8 +205,8 @@ def flat_lfu_run(ends, edge_len, budget, batch):
     """Serve ``ends`` in batches under LFU-leaf; return each query's hits.
 
     Mirrors :class:`~kvtheory.policies.lfu.LeafLFU` on a flat trie: a lazy min-heap of (count, last
-    request step, -v), encoded as the pair (count, last * (nodes + 1) + nodes - v); the top edge off the
-    batch loses tokens from its end, entries of the batch's edges are set aside and pushed back.
+    request step, -v), encoded as the pair (count, last * (nodes + 1) + nodes - v); the batch's edges are
+    counted first (their entries then stale), and the top valid edge loses tokens from its end.
     """
     n = ends.size
     n_nodes = edge_len.size
@@ -203,8 +219,6 @@ def flat_lfu_run(ends, edge_len, budget, batch):
     ha = np.empty(capacity, dtype=np.int64)
     hb = np.empty(capacity, dtype=np.int64)
     size = np.zeros(1, dtype=np.int64)
-    aside_a = np.empty(batch + 1, dtype=np.int64)
-    aside_b = np.empty(batch + 1, dtype=np.int64)
     cached_tokens = 0
     step = 0
     for start in range(0, n, batch):
@@ -214,11 +228,12 @@ def flat_lfu_run(ends, edge_len, budget, batch):
         for j in range(start, stop):
             v = ends[j]
             hits[j] = kept[v]
+            count[v] += 1
+            last[v] = step
             if on_batch[v] != step:
                 on_batch[v] = step
                 missing += edge_len[v] - kept[v]
         tokens = cached_tokens + missing - budget
-        n_aside = 0
         # every round pops an entry or frees the last tokens, and nothing is pushed: at most entries + 1 rounds
         rounds_left = size[0] + 1
         while tokens > 0:
@@ -235,28 +250,16 @@ def flat_lfu_run(ends, edge_len, budget, batch):
             if kept[v] == 0 or a != count[v] or b // (n_nodes + 1) != last[v]:
                 heap_pop(ha, hb, size)
                 continue
-            if on_batch[v] == step:
-                heap_pop(ha, hb, size)
-                aside_a[n_aside] = a
-                aside_b[n_aside] = b
-                n_aside += 1
-                continue
             run = min(tokens, kept[v])
             kept[v] -= run
             cached_tokens -= run
             tokens -= run
             if kept[v] == 0:
                 heap_pop(ha, hb, size)
-        for i in range(n_aside):
-            heap_push(ha, hb, size, aside_a[i], aside_b[i])
         for j in range(start, stop):
             v = ends[j]
             cached_tokens += edge_len[v] - kept[v]
             kept[v] = edge_len[v]
-            count[v] += 1
-            last[v] = step
-        for j in range(start, stop):
-            v = ends[j]
             if on_batch[v] == step:
                 on_batch[v] = -step  # pushed once per batch
                 if size[0] == ha.size:

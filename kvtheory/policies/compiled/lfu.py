@@ -8,7 +8,7 @@ of each edge, and the step of the batch whose paths hold v); eviction order is a
 being stale when its edge is empty, has cached children or has been requested since. Paths are walked up
 the trie's parent array. Memory: O(trie nodes) arrays and a heap of at most one live entry per request.
 
-:func:`lfu_serve` serves a run of consecutive batches from a given state: the whole run (:func:`run_lfu`)
+:func:`lfu_serve` serves a run of consecutive batches from a given state: the whole run (``run_compiled``)
 is one call, and :class:`CompiledLFU` (what ``LeafLFU.create`` returns) calls it batch by batch.
 """
 
@@ -19,7 +19,8 @@ from numba import njit
 
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import KernelServed
-from kvtheory.policies.compiled.flat import heap_pop, heap_push
+from kvtheory.policies.compiled.flat import grow_columns, heap_pop, heap_push
+from kvtheory.policies.compiled.radix import cached_prefix_of
 
 # rows of the per-trie-node state
 S_KEPT, S_CHILDREN, S_COUNT, S_LAST, S_ON = range(5)
@@ -35,15 +36,15 @@ def _push(state, hp, sc, v):
 
 @njit(cache=True)
 def _evict(parent, state, hp, sc, tokens, need):
-    """Take tokens from the tail of the top valid leaf edge off the batch's paths until ``tokens`` are
-    freed; with nothing left to evict, stop if ``need`` tokens are free, else raise.
+    """Take tokens from the tail of the top valid leaf edge until ``tokens`` are freed; with nothing left to
+    evict, stop if ``need`` tokens are free, else raise. The batch's edges already have this step as their
+    last request, so none of their entries is valid, and a parent on the batch's paths is pushed after the
+    batch, not here.
 
     Each round pops an entry or frees the last tokens, and an entry is pushed only for a parent whose last
     child was emptied (at least one token freed): at most heap entries + tokens + 1 rounds."""
     n = state.shape[1]
     step = sc[C_STEP]
-    aside = np.empty((2, 16), dtype=np.int64)
-    n_aside = 0
     freed = 0
     rounds_left = sc[C_HEAP] + tokens + 1
     while tokens > 0:
@@ -67,16 +68,6 @@ def _evict(parent, state, hp, sc, tokens, need):
         ):
             heap_pop(hp[0], hp[1], sc)
             continue
-        if state[S_ON, v] == step:
-            heap_pop(hp[0], hp[1], sc)
-            if n_aside == aside.shape[1]:
-                wider = np.empty((2, 2 * n_aside), dtype=np.int64)
-                wider[:, :n_aside] = aside
-                aside = wider
-            aside[0, n_aside] = a
-            aside[1, n_aside] = b
-            n_aside += 1
-            continue
         run = min(tokens, state[S_KEPT, v])
         state[S_KEPT, v] -= run
         sc[C_SIZE] -= run
@@ -86,10 +77,8 @@ def _evict(parent, state, hp, sc, tokens, need):
             heap_pop(hp[0], hp[1], sc)
             p = parent[v]
             state[S_CHILDREN, p] -= 1
-            if p != 0 and state[S_CHILDREN, p] == 0:
+            if p != 0 and state[S_CHILDREN, p] == 0 and state[S_ON, p] != step:
                 _push(state, hp, sc, p)
-    for i in range(n_aside):
-        heap_push(hp[0], hp[1], sc, aside[0, i], aside[1, i])
 
 
 @njit(cache=True)
@@ -97,11 +86,11 @@ def lfu_serve(parent, edge_len, state, hp, sc, touched, ends, batch, hits):
     """Serve the queries ending at trie nodes ``ends`` in consecutive batches of ``batch`` (the last may be
     shorter), writing each query's hits into ``hits``; return the (possibly enlarged) heap.
 
-    Per batch, as LeafLFU.serve: hits are the cached prefixes before the batch; if the missing tokens of
-    the batch's union overflow the budget by ``overflow`` > 0, tokens are evicted to free ``overflow``
-    (shortfall) or all ``missing`` ones (allocation, as far as anything is evictable); the paths are
-    filled, every path edge's count grows by one per query and its last request becomes this step, and the
-    batch's edges without cached children are pushed."""
+    Per batch, as LeafLFU.serve: hits are the cached prefixes before the batch, and every path edge's count
+    grows by one per query and its last request becomes this step; if the missing tokens of the batch's
+    union overflow the budget by ``overflow`` > 0, tokens are evicted to free ``overflow`` (shortfall) or all
+    ``missing`` ones (allocation, as far as anything is evictable); the paths are filled, and the batch's
+    edges without cached children are pushed."""
     n = ends.size
     n_nodes = parent.size  # a root path has at most (n_nodes - 1) nodes below the root: the walks' limit
     for start in range(0, n, batch):
@@ -122,6 +111,8 @@ def lfu_serve(parent, edge_len, state, hp, sc, touched, ends, batch, hits):
                     )
                 rounds_left -= 1
                 cached += state[S_KEPT, v]
+                state[S_COUNT, v] += 1
+                state[S_LAST, v] = step
                 if state[S_ON, v] != step:
                     state[S_ON, v] = step
                     touched[n_touched] = v
@@ -139,46 +130,12 @@ def lfu_serve(parent, edge_len, state, hp, sc, touched, ends, batch, hits):
                     state[S_CHILDREN, parent[v]] += 1
                 sc[C_SIZE] += edge_len[v] - state[S_KEPT, v]
                 state[S_KEPT, v] = edge_len[v]
-        for q in range(start, stop):
-            v = ends[q]
-            rounds_left = n_nodes
-            while v != 0:
-                if rounds_left == 0:
-                    raise RuntimeError(
-                        "internal error: kernel lfu_serve of the compiled LFU core exceeded its step limit of one step "
-                        "per trie node"
-                    )
-                rounds_left -= 1
-                state[S_COUNT, v] += 1
-                state[S_LAST, v] = step
-                v = parent[v]
-        if hp.shape[1] < sc[C_HEAP] + n_touched + 1:
-            wider = np.zeros((2, max(sc[C_HEAP] + n_touched + 1, 2 * hp.shape[1])), dtype=np.int64)
-            wider[:, : hp.shape[1]] = hp
-            hp = wider
+        hp = grow_columns(hp, sc[C_HEAP] + n_touched + 1)
         for i in range(n_touched):
             v = touched[i]
             if state[S_CHILDREN, v] == 0:
                 _push(state, hp, sc, v)
     return hp
-
-
-@njit(cache=True)
-def _cached_prefix(parent, state, end):
-    total = 0
-    v = end
-    rounds_left = parent.size  # a root path: at most (trie nodes - 1) nodes below the root
-    while v != 0:
-        if rounds_left == 0:
-            raise RuntimeError(
-                "internal error: kernel _cached_prefix of the compiled LFU core exceeded its "
-                "step limit of one step per "
-                "trie node"
-            )
-        rounds_left -= 1
-        total += state[S_KEPT, v]
-        v = parent[v]
-    return total
 
 
 class CompiledLFU(KernelServed):
@@ -212,9 +169,4 @@ class CompiledLFU(KernelServed):
         )
 
     def cached_prefix(self, j: int) -> int:
-        return int(_cached_prefix(self._parent, self._state, self._ends[j]))
-
-
-def run_lfu(rule: type, trie: PrefixTrie, budget: int, batch: int, evict_amount: str = "shortfall") -> np.ndarray:
-    """Every query's hits under LFU-leaf for the whole run (one kernel call)."""
-    return CompiledLFU(rule, trie, budget, evict_amount=evict_amount).serve_all(batch)
+        return int(cached_prefix_of(self._parent, self._state[S_KEPT], self._ends[j]))

@@ -24,7 +24,7 @@ creates at most 3b nodes (a split in each of its two matches and a new leaf) and
 most 3b entries, so capacity is made once per batch and memory stays O(trie nodes + queries).
 
 One kernel, :func:`radix_serve`, serves a run of consecutive batches from a given state: the whole run
-(:func:`run_radix`, what ``run_policy`` uses) is one call, and :class:`CompiledRadix` (what the policy's
+(``run_compiled``, what ``run_policy`` uses) is one call, and :class:`CompiledRadix` (what the policy's
 ``create`` returns for the cluster simulation's workers) calls it batch by batch. numba is a required
 dependency: there is no interpreted fallback.
 """
@@ -36,7 +36,7 @@ from numba import njit
 
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import KernelServed
-from kvtheory.policies.compiled.flat import heap_pop, heap_push
+from kvtheory.policies.compiled.flat import grow_columns, heap_pop, heap_push, set_aside
 
 # rows of the trie array
 T_PARENT, T_DEPTH, T_TIN, T_TOUT, T_EDGE = range(5)
@@ -345,12 +345,7 @@ def _evict(tr, state, nodes, hp, sc, aside, tokens, need):
             continue
         heap_pop(hp[0], hp[1], sc)
         if nodes[N_LOCK, c] == clock:
-            if n_aside == aside.shape[1]:
-                wider = np.empty((2, 2 * n_aside), dtype=np.int64)
-                wider[:, :n_aside] = aside
-                aside = wider
-            aside[0, n_aside] = s
-            aside[1, n_aside] = c
+            aside = set_aside(aside, n_aside, s, c)
             n_aside += 1
             continue
         run = nodes[N_D1, c] - nodes[N_D0, c]
@@ -372,16 +367,6 @@ def _evict(tr, state, nodes, hp, sc, aside, tokens, need):
     for i in range(n_aside):
         heap_push(hp[0], hp[1], sc, aside[0, i], aside[1, i])
     return aside
-
-
-@njit(cache=True)
-def grow_columns(array, needed):
-    """``array`` itself if it has ``needed`` columns, else a copy with at least twice as many."""
-    if array.shape[1] >= needed:
-        return array
-    wider = np.zeros((array.shape[0], max(needed, 2 * array.shape[1])), dtype=np.int64)
-    wider[:, : array.shape[1]] = array
-    return wider
 
 
 @njit(cache=True)
@@ -429,20 +414,21 @@ def radix_serve(tr, state, nodes, hp, sc, path, ends, batch, hits):
 
 
 @njit(cache=True)
-def cached_prefix_of(tr, state, end):
+def cached_prefix_of(parent, kept, end):
+    """The tokens cached on the root path of trie node ``end`` (``kept[v]`` per edge v, ``parent`` the trie's
+    parent array): the hits of a query ending there. Every compiled core's ``cached_prefix``."""
     total = 0
     v = end
-    rounds_left = tr.shape[1]  # a root path: at most (trie nodes - 1) nodes below the root
+    rounds_left = parent.size  # a root path: at most (trie nodes - 1) nodes below the root
     while v != 0:
         if rounds_left == 0:
             raise RuntimeError(
-                "internal error: kernel cached_prefix_of of the compiled radix core exceeded its "
-                "step limit of one step "
+                "internal error: kernel cached_prefix_of of the compiled cores exceeded its step limit of one step "
                 "per trie node"
             )
         rounds_left -= 1
-        total += state[S_KEPT, v]
-        v = tr[T_PARENT, v]
+        total += kept[v]
+        v = parent[v]
     return total
 
 
@@ -484,9 +470,4 @@ class CompiledRadix(KernelServed):
         )
 
     def cached_prefix(self, j: int) -> int:
-        return int(cached_prefix_of(self._trie, self._state, self._ends[j]))
-
-
-def run_radix(rule: type, trie: PrefixTrie, budget: int, batch: int, evict_amount: str = "shortfall") -> np.ndarray:
-    """Every query's hits under the radix rule of class ``rule`` for the whole run (one kernel call)."""
-    return CompiledRadix(rule, trie, budget, evict_amount=evict_amount).serve_all(batch)
+        return int(cached_prefix_of(self._trie[T_PARENT], self._state[S_KEPT], self._ends[j]))

@@ -9,22 +9,21 @@ size=...)`` draws over the n candidates, cut just after the first draw that empt
 walked through the trie's parent array; all state is int64 / uint8 numpy arrays indexed by trie node:
 O(edges + queries) memory.
 
-One kernel, :func:`serve_batch`, serves one batch; :class:`CompiledLeafSampler` calls it batch by batch
-(the object ``create`` returns, which the cluster simulation's workers use) and :func:`run_sampler`
-runs a whole workload through it without leaving compiled code. tests/policies/test_sampler_core.py compares
+One kernel, :func:`serve_batch`, serves one batch, and :func:`run_batches` a run of them: the whole run
+(``run_compiled``) is one call, and :class:`CompiledLeafSampler` (the object ``create`` returns, which the
+cluster simulation's workers use) calls it batch by batch. tests/policies/test_sampler_core.py compares
 both with the per-edge classes hit for hit. numba is a required dependency: there is no interpreted
 fallback.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 from numba import njit
 
 from kvtheory.model.trie import PrefixTrie
-from kvtheory.policies.base import EvictionPolicy, kept_of_array
+from kvtheory.policies.base import KernelServed, kept_of_array
+from kvtheory.policies.compiled.radix import cached_prefix_of
 
 # indices into the int64 ``counters`` array of a sampler's state
 _SIZE, _POOL, _MARKED, _STEP, _PHASES = 0, 1, 2, 3, 4
@@ -58,7 +57,7 @@ class SamplerState:
 
     def arrays(self) -> tuple:
         return (
-            self.parent, self.edge_len, self.ends, self.kept, self.children, self.marked, self.listed,
+            self.parent, self.edge_len, self.kept, self.children, self.marked, self.listed,
             self.marked_list, self.pool, self.slot, self.seen, self.scratch, self.counters,
         )  # fmt: skip
 
@@ -82,24 +81,6 @@ def _leave_pool(pool, slot, pool_size, v):
         pool[s] = last
         slot[last] = s
         slot[v] = -1
-
-
-@njit(cache=True)
-def _path_sum(parent, ends, kept, j):
-    """Hits of query j now: the tokens cached on its radix path."""
-    h = 0
-    v = ends[j]
-    rounds_left = parent.size  # a root path: at most (trie nodes - 1) nodes below the root
-    while v != 0:
-        if rounds_left == 0:
-            raise RuntimeError(
-                "internal error: kernel _path_sum of the compiled sampler core exceeded its step limit of one step per "
-                "trie node"
-            )
-        rounds_left -= 1
-        h += kept[v]
-        v = parent[v]
-    return h
 
 
 @njit(cache=True)
@@ -174,10 +155,10 @@ def _new_phase(step, kept, children, marked, listed, marked_list, pool, slot, se
 
 @njit(cache=True)
 def serve_batch(
-    queries, hits, parent, edge_len, ends, kept, children, marked, listed, marked_list, pool, slot, seen,
+    ends, hits, parent, edge_len, kept, children, marked, listed, marked_list, pool, slot, seen,
     scratch, counters, budget, next_uint32, rng_state, marking, allocation, min_block,
 ):  # fmt: skip
-    """Serve the batch ``queries`` (trie sequence indices); write each query's hits into ``hits``.
+    """Serve the batch of queries ending at trie nodes ``ends``; write each query's hits into ``hits``.
 
     As LeafTokenSampler.serve: hits against the cache before the batch; the batch's edges (ascending
     ids) are marked and leave the pool; with ``missing`` uncached tokens overflowing the budget by
@@ -193,10 +174,9 @@ def serve_batch(
     drawn = scratch[n_nodes : 2 * n_nodes]
     touched = scratch[2 * n_nodes :]
     n_on = 0
-    for i in range(queries.size):
-        j = queries[i]
+    for i in range(ends.size):
         h = 0
-        v = ends[j]
+        v = ends[i]
         rounds_left = n_nodes  # a root path: at most (trie nodes - 1) nodes below the root
         while v != 0:
             if rounds_left == 0:
@@ -296,20 +276,17 @@ def serve_batch(
 
 @njit(cache=True)
 def run_batches(
-    n_queries, batch, parent, edge_len, ends, kept, children, marked, listed, marked_list, pool, slot, seen,
-    scratch, counters, budget, next_uint32, rng_state, marking, allocation, min_block,
+    ends, batch, hits, parent, edge_len, kept, children, marked, listed, marked_list, pool, slot, seen, scratch,
+    counters, budget, next_uint32, rng_state, marking, allocation, min_block,
 ):  # fmt: skip
-    """Every query's hits, serving queries 0..n-1 in consecutive batches of ``batch`` through :func:`serve_batch`."""
-    hits = np.zeros(n_queries, dtype=np.int64)
-    queries = np.arange(n_queries, dtype=np.int64)
-    for start in range(0, n_queries, batch):
-        stop = min(start + batch, n_queries)
+    """Serve the queries ending at trie nodes ``ends`` in consecutive batches of ``batch`` through
+    :func:`serve_batch`, writing each query's hits into ``hits``."""
+    for start in range(0, ends.size, batch):
+        stop = min(start + batch, ends.size)
         serve_batch(
-            queries[start:stop], hits[start:stop], parent, edge_len, ends, kept, children, marked, listed,
-            marked_list, pool, slot, seen, scratch, counters, budget, next_uint32, rng_state, marking, allocation,
-            min_block,
+            ends[start:stop], hits[start:stop], parent, edge_len, kept, children, marked, listed, marked_list,
+            pool, slot, seen, scratch, counters, budget, next_uint32, rng_state, marking, allocation, min_block,
         )  # fmt: skip
-    return hits
 
 
 def bit_source(rng: np.random.Generator) -> tuple:
@@ -320,26 +297,12 @@ def bit_source(rng: np.random.Generator) -> tuple:
     return bits.next_uint32, bits.state_address
 
 
-def run_sampler(
-    trie: PrefixTrie, budget: int, batch: int, seed, *, marking: bool, evict_amount: str, min_block: int
-) -> np.ndarray:
-    """Every query's hits under RLT (``marking``) or random-leaf on any trie, served in batches of ``batch``."""
-    state = SamplerState(trie)
-    rng = np.random.default_rng(seed)
-    try:
-        return run_batches(
-            len(trie.end), int(batch), *state.arrays(), int(budget), *bit_source(rng), bool(marking),
-            evict_amount == "allocation", int(min_block),
-        )  # fmt: skip
-    except RuntimeError as exc:
-        raise RuntimeError(str(exc)) from None
-
-
-class CompiledLeafSampler(EvictionPolicy):
-    """RLT or random-leaf as an object served batch by batch, each batch one call of :func:`serve_batch`:
-    the same hits, batch for batch, as the per-edge class ``policy`` from the same seed."""
+class CompiledLeafSampler(KernelServed):
+    """RLT or random-leaf as an object served batch by batch through :func:`run_batches`: the same hits, batch
+    for batch, as the per-edge class ``policy`` from the same seed."""
 
     randomized = True
+    _SIZE_CELL = _SIZE
 
     def __init__(
         self,
@@ -359,28 +322,23 @@ class CompiledLeafSampler(EvictionPolicy):
         self._bits = bit_source(self._rng)
         self._state = SamplerState(trie)
         self._arrays = self._state.arrays()
+        self._scalars = self._state.counters
+        self._ends = self._state.ends
 
     @property
     def phases(self) -> int:
         """RLT's phases so far (as RandomizedLeafToken.phases)."""
         return int(self._state.counters[_PHASES])
 
-    def serve(self, batch: Sequence[int]) -> list[int]:
-        queries = np.asarray(batch, dtype=np.int64)
-        hits = np.zeros(queries.size, dtype=np.int64)
-        try:
-            serve_batch(
-                queries, hits, *self._arrays, self.budget, *self._bits, self._marking,
-                self.evict_amount == "allocation", self._min_block,
-            )  # fmt: skip
-        except RuntimeError as exc:
-            raise RuntimeError(str(exc)) from None
-        self.size = int(self._state.counters[_SIZE])
-        return hits.tolist()
+    def _run(self, ends: np.ndarray, batch: int, hits: np.ndarray) -> None:
+        run_batches(
+            ends, int(batch), hits, *self._arrays, self.budget, *self._bits, self._marking,
+            self.evict_amount == "allocation", self._min_block,
+        )  # fmt: skip
 
     def cached_prefix(self, j: int) -> int:
         state = self._state
-        return int(_path_sum(state.parent, state.ends, state.kept, j))
+        return int(cached_prefix_of(state.parent, state.kept, state.ends[j]))
 
     def kept(self) -> dict[int, int]:
         return kept_of_array(self._state.kept)
