@@ -7,8 +7,8 @@ For each workload, two budgets B (a fraction of its distinct token nodes, rounde
 block size and to at least its longest query) and each block size b in 1, 16, 64: the hit rate of lru and of FIF
 (OPT at batch size 1) on a cache of B tokens held in whole blocks of b, with each query's partial last block never
 cached. Workloads: gsp and multi-turn chat (token workloads, seed 0) and chat-blocks written as a Mooncake-format
-trace of 16 tokens per hash id and read back from the file. Then the miss-ratio curves of lru, rlt (3 seeds) and
-OPT on that trace at each block size. Prints one JSON object.
+trace of 16 tokens per hash id and read back from the file. Then the miss-ratio curves of vllm (vLLM's block pool),
+lru, rlt (3 seeds) and OPT side by side on that trace at each block size. Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -91,7 +91,9 @@ def main() -> None:
             if family == "chat-blocks":
                 budgets = sorted({budget_for(workload, f) for f in (0.05, 0.1, 0.2, 0.3, 0.5)})
                 for b in BLOCK_SIZES:
-                    curve = miss_ratio_curve(workload, budgets, ["lru", "rlt", "opt"], seeds=3, workers=1, block_size=b)
+                    curve = miss_ratio_curve(
+                        workload, budgets, ["vllm", "lru", "rlt", "opt"], seeds=3, workers=1, block_size=b
+                    )
                     curves.append({"workload": family, "hash_block_size": HASH_BLOCK, **curve})
     print(json.dumps({"workloads": workloads, "block_sizes": BLOCK_SIZES, "rows": rows, "curves": curves}))
 

@@ -818,11 +818,12 @@ def catalog_tables(records: list[dict]) -> str:
 
 def page_size_table(records: list[dict]) -> str:
     """``python reproduce/page_size.py``: hit rates of lru and OPT at each block size, per workload and budget; then
-    the miss-ratio curves in blocks of lru, rlt and OPT on the Mooncake-format trace (hit rates, %)."""
+    the miss-ratio curves in blocks of vllm, lru, rlt and OPT side by side on the Mooncake-format trace, one table
+    per block size (hit rates, %)."""
     (run,) = records
     output = run["output"]
     sizes = output["block_sizes"]
-    names = {"lru": "lru", "fif": "OPT", "rlt": "rlt", "opt": "OPT"}
+    names = {"vllm": "vllm", "lru": "lru", "fif": "OPT", "rlt": "rlt", "opt": "OPT"}
     heads = [f"{names[p]} b = {b}" for p in ("lru", "fif") for b in sizes]
     lines = [f"| workload | B (tokens) | B / distinct | {' | '.join(heads)} |", "|" + " --- |" * (3 + len(heads))]
     cells = {(r["workload"], r["budget"], r["policy"], r["block_size"]): r for r in output["rows"]}
@@ -832,13 +833,17 @@ def page_size_table(records: list[dict]) -> str:
         rates = " | ".join(f"{100 * r['hit_rate']:.2f}%" for r in row)
         lines.append(f"| {workload} ({row[0]['queries']} queries, {row[0]['tokens']:,} tokens) | {budget:,} | "
                      f"{share:.2f} | {rates} |")  # fmt: skip
-    curves = output["curves"]
-    policies = [p for p in ("lru", "rlt", "opt") if p in curves[0]["hit_rate"]]
-    heads = [f"{names[p]} b = {c['block_size']}" for p in policies for c in curves]
-    lines += ["", f"| B (tokens) | {' | '.join(heads)} |", "|" + " --- |" * (1 + len(heads))]
-    for i, budget in enumerate(curves[0]["budgets"]):
-        rates = " | ".join(f"{100 * c['hit_rate'][p][i]:.2f}%" for p in policies for c in curves)
-        lines.append(f"| {budget:,} | {rates} |")
+    for curve in output["curves"]:
+        policies = [p for p in ("vllm", "lru", "rlt", "opt") if p in curve["hit_rate"]]
+        heads = [names[p] for p in policies]
+        lines += [
+            "",
+            f"| b = {curve['block_size']}: B (tokens) | {' | '.join(heads)} |",
+            "|" + " --- |" * (1 + len(heads)),
+        ]
+        for i, budget in enumerate(curve["budgets"]):
+            rates = " | ".join(f"{100 * curve['hit_rate'][p][i]:.2f}%" for p in policies)
+            lines.append(f"| {budget:,} | {rates} |")
     return "\n".join(lines) + f"\n\n{provenance(records)}\n"
 
 
