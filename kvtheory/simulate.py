@@ -151,6 +151,9 @@ def run_policy(
     if block_size == 1:
         validate(workload, budget, batch)
     cls = policy_class(policy) if isinstance(policy, str) else policy
+    if predictor is not None and not cls.uses_predictions:
+        known = ", ".join(PREDICTIVE_POLICIES)
+        raise InputError(f"policy {cls.name!r} does not follow predictions; --predictor is for {known}")
     if cls.block_engine:
         return _run_block_engine(workload, budget, cls, batch, seed, evict_amount, check, block_size)
     if block_size != 1:
@@ -158,7 +161,7 @@ def run_policy(
             workload, budget, cls, batch, seed, evict_amount, backend, check, block_size, predictor, noise
         )
     checked = not built_in(cls) if check is None else check
-    if cls.uses_predictions or predictor is not None:
+    if cls.uses_predictions:
         return _run_with_predictions(workload, budget, cls, batch, seed, evict_amount, checked, predictor, noise)
     if not checked:
         hits = compiled_hits(cls, workload.trie, budget, batch, seed, evict_amount, backend)
@@ -189,11 +192,8 @@ def _run_in_blocks(
 
 
 def _run_with_predictions(workload, budget, cls, batch, seed, evict_amount, checked, predictor, noise) -> RunResult:
-    """A run of a policy that follows predictions (``cls.uses_predictions``), made by ``predictor`` for the
-    schedule served, on its per-edge engine; an InputError when a predictor is missing or not wanted."""
-    if not cls.uses_predictions:
-        known = ", ".join(PREDICTIVE_POLICIES)
-        raise InputError(f"policy {cls.name!r} does not follow predictions; --predictor is for {known}")
+    """A run of a policy that follows predictions (``cls.uses_predictions``), made by ``predictor`` (or the one
+    bound to ``cls``) for the schedule served, on its per-edge engine; an InputError when none is given, or two."""
     if cls.predictor is not None:
         if predictor is not None:
             raise InputError(f"policy {cls.name!r} names its predictor already; drop --predictor {predictor}")
