@@ -151,6 +151,8 @@ def run_policy(
     if block_size == 1:
         validate(workload, budget, batch)
     cls = policy_class(policy) if isinstance(policy, str) else policy
+    if noise is not None and predictor is None:
+        raise InputError("noise is the strength of a predictor: give the predictor too")
     if predictor is not None and not cls.uses_predictions:
         known = ", ".join(PREDICTIVE_POLICIES)
         raise InputError(f"policy {cls.name!r} does not follow predictions; --predictor is for {known}")

@@ -101,6 +101,8 @@ def test_a_predictor_is_required_and_only_where_it_is_followed():
     workload = generate("paging", seed=0)
     with pytest.raises(InputError, match="policy 'blind-oracle' follows predictions: give a predictor"):
         run_policy(workload, 4, "blind-oracle")
+    with pytest.raises(InputError, match="noise is the strength of a predictor"):
+        run_policy(workload, 4, "blind-oracle@oracle", noise=0.5)
     with pytest.raises(InputError, match="policy 'lru' does not follow predictions; --predictor is for blind-oracle"):
         run_policy(workload, 4, "lru", predictor="oracle")
 
