@@ -131,11 +131,12 @@ def miss_ratio_curve(
         raise InputError(f"--seeds must be at least 1, got {seeds}")
     check_evict_amount(evict_amount)
     from kvtheory.policies import ONLINE_POLICIES, PREDICTIVE_POLICIES
+    from kvtheory.policies.predicted import SEPARATOR
 
     for name in policies:
         if name in OPT_NAMES:
             continue
-        if name not in ONLINE_POLICIES and name.split("@")[0] not in PREDICTIVE_POLICIES:
+        if name not in ONLINE_POLICIES and name.split(SEPARATOR)[0] not in PREDICTIVE_POLICIES:
             raise ONLINE_POLICIES.unknown(name, also=[*PREDICTIVE_POLICIES, *OPT_NAMES])
         policy_class(name)  # a predictor that does not exist, or a noise it does not take: one line
     served, tokens_of, check = workload, None, lambda budget: validate(workload, budget, batch)
