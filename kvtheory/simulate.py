@@ -14,7 +14,8 @@ from kvtheory.model.blocks import block_budget, block_workload
 from kvtheory.model.predictions import predict
 from kvtheory.model.workload import Workload
 from kvtheory.policies import PREDICTIVE_POLICIES, EvictionPolicy, policy_class
-from kvtheory.policies.dispatch import compiled_hits
+from kvtheory.policies.base import KernelServed
+from kvtheory.policies.dispatch import compiled_hits, told_object
 from kvtheory.policies.ledger import built_in, served_checked
 
 
@@ -164,7 +165,8 @@ def run_policy(
         )
     checked = not built_in(cls) if check is None else check
     if cls.uses_predictions:
-        return _run_with_predictions(workload, budget, cls, batch, seed, evict_amount, checked, predictor, noise)
+        told = (predictor, noise, backend)
+        return _run_with_predictions(workload, budget, cls, batch, seed, evict_amount, checked, *told)
     if not checked:
         hits = compiled_hits(cls, workload.trie, budget, batch, seed, evict_amount, backend)
         if hits is not None:
@@ -193,9 +195,12 @@ def _run_in_blocks(
     return replace(result, predictor=told.predictor, noise=told.noise, eta=told.eta)
 
 
-def _run_with_predictions(workload, budget, cls, batch, seed, evict_amount, checked, predictor, noise) -> RunResult:
+def _run_with_predictions(
+    workload, budget, cls, batch, seed, evict_amount, checked, predictor, noise, backend
+) -> RunResult:
     """A run of a policy that follows predictions (``cls.uses_predictions``), made by ``predictor`` (or the one
-    bound to ``cls``) for the schedule served, on its per-edge engine; an InputError when none is given, or two."""
+    bound to ``cls``) for the schedule served, on the engine ``backend`` chooses (:func:`told_object`); an
+    InputError when no predictor is given, or two."""
     if cls.predictor is not None:
         if predictor is not None:
             raise InputError(f"policy {cls.name!r} names its predictor already; drop --predictor {predictor}")
@@ -203,9 +208,14 @@ def _run_with_predictions(workload, budget, cls, batch, seed, evict_amount, chec
     if predictor is None:
         raise InputError(f"policy {cls.name!r} follows predictions: give a predictor (--predictor NAME)")
     predictions = predict(workload.trie, batches(len(workload), batch), predictor, noise=noise, seed=seed)
-    policy_run = cls(workload.trie, budget, seed=seed, evict_amount=evict_amount, predictions=predictions)
-    policy_run = served_checked(policy_run, cls, budget, evict_amount, checked)
-    result = drive(workload, budget, policy_run, cls.name, batch, seed, evict_amount=evict_amount)
+    options = {"seed": seed, "evict_amount": evict_amount, "backend": backend}
+    policy_run = told_object(cls, workload.trie, budget, predictions, **options)
+    if not checked and isinstance(policy_run, KernelServed):
+        hits = policy_run.serve_all(batch)
+        result = result_of(workload, budget, cls.name, batch, seed, hits, evict_amount=evict_amount)
+    else:
+        policy_run = served_checked(policy_run, cls, budget, evict_amount, checked)
+        result = drive(workload, budget, policy_run, cls.name, batch, seed, evict_amount=evict_amount)
     return replace(result, predictor=predictor, noise=predictions.noise, eta=predictions.eta)
 
 

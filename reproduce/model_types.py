@@ -2,6 +2,7 @@
 
     python reproduce/model_types.py                   # every packaged config.json, bf16 and fp8 KV, on H200
     python reproduce/model_types.py --quick           # scaled-down gsp (smoke test)
+    python reproduce/model_types.py --block-size 16   # the same on vLLM's block caches (16 tokens a block)
 
 For each model of kvtheory/data/model_configs (dense GQA, mixture of experts, MLA) and each KV-cache
 dtype (bf16, fp8; the weights keep the config's dtype), the cost model of one worker of ``--gpu``
@@ -14,6 +15,12 @@ output 4 tokens, 4 workers, batch-1 workers, seed ``--seed``) under each ``--pai
 (default cache-aware + lru and lbgr + rlt, the Table 1 comparison): hit rate, p50 TTFT and p50 latency
 in seconds, and throughput. One seed per cell: these are absolute values of one run, not intervals.
 
+With ``--block-size b`` (b > 1) every worker caches whole blocks of b tokens
+(docs/cluster.md §Blocks in the cluster): B is rounded down to whole blocks, b x floor(B / b) (vLLM's pool
+of floor(B / b) usable blocks), and the default pairs are cache-aware + vllm and lbgr + vllm: vLLM's block
+pool is the engine's eviction, so what varies is the router, SGLang's cache-aware router or the authors'
+lbgr, the two of the token table's pairs.
+
 Prints one JSON object: the setting, then one record per (model, KV dtype).
 """
 
@@ -24,6 +31,7 @@ import json
 import sys
 import time
 
+from kvtheory.cluster.blocks import whole_blocks
 from kvtheory.cluster.cluster import Cluster
 from kvtheory.cluster.costmodel import cost_model, gpu
 from kvtheory.cluster.model_config import packaged_configs, spec_from_config, with_dtypes
@@ -60,12 +68,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpu", default="H200", help="GPU of every worker (default H200)")
     parser.add_argument("--min-budget", type=int, default=100_000, help="tokens of KV cache a worker must hold")
     parser.add_argument(
-        "--pair", action="append", help="ROUTER+EVICTION (repeatable; default cache-aware+lru and lbgr+rlt)"
+        "--pair",
+        action="append",
+        help="ROUTER+EVICTION (repeatable; default cache-aware+lru and lbgr+rlt; at b > 1 cache-aware+vllm and "
+        "lbgr+vllm)",
+    )
+    parser.add_argument(
+        "--block-size", type=int, default=1, help="the workers' cache block size b in tokens (default 1: tokens)"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the workload, arrivals and policies (default 0)")
     parser.add_argument("--quick", action="store_true", help=f"scaled-down gsp ({QUICK})")
     args = parser.parse_args(argv)
-    pairs = [tuple(p.split("+", 1)) for p in (args.pair or ["cache-aware+lru", "lbgr+rlt"])]
+    if args.block_size < 1:
+        parser.error(f"--block-size must be a positive number of tokens, got {args.block_size}")
+    b = args.block_size
+    default = ["cache-aware+lru", "lbgr+rlt"] if b == 1 else ["cache-aware+vllm", "lbgr+vllm"]
+    pairs = [tuple(p.split("+", 1)) for p in (args.pair or default)]
     if any(len(p) != 2 for p in pairs):
         parser.error("--pair is ROUTER+EVICTION, e.g. cache-aware+lru")
     started = time.perf_counter()
@@ -92,10 +110,11 @@ def main(argv: list[str] | None = None) -> int:
                 record["fits"] = False
                 records.append(record)
                 continue
-            cluster = Cluster.from_cost_models([model], WORKERS)
+            cluster = whole_blocks(Cluster.from_cost_models([model], WORKERS), b)
+            budget = cluster[0].budget
             runs = {}
             for router, eviction in pairs:
-                result = simulate(workload, cluster, router, eviction, seed=args.seed).to_dict()
+                result = simulate(workload, cluster, router, eviction, seed=args.seed, block_size=b).to_dict()
                 runs[f"{router}+{eviction}"] = {m: result[m] for m in METRICS}
             record.update(
                 fits=True,
@@ -103,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
                 memory_per_worker=gpu_spec.hbm_bytes * model.tp,
                 kv_bytes_per_token_per_gpu=model.kv_bytes_per_token_per_gpu,
                 weight_bytes=model.weight_bytes,
-                budget=model.budget,
+                budget=budget,
                 a_miss=model.a_miss,
                 a_cached=model.a_cached,
                 decode_per_output_token=model.decode_per_output_token(),
@@ -125,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             "output_len": 4,
             "seed": args.seed,
             "pairs": [f"{r}+{e}" for r, e in pairs],
+            **({} if b == 1 else {"block_size": b}),
         },
         "models": records,
         "seconds": round(time.perf_counter() - started, 1),

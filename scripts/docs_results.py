@@ -50,6 +50,7 @@ PAGES = (
     "docs/game.md",
     "docs/optima.md",
     "docs/policies.md",
+    "docs/predictions.md",
     "docs/results.md",
     "docs/performance.md",
 )
@@ -546,6 +547,37 @@ def flat_trace_table(records: list[dict]) -> str:
     )
 
 
+def mrc_table(records: list[dict]) -> str:
+    """``python benchmarks/mrc.py --json``: ``kvtheory mrc`` per budget and auto (one pass where exact); the peer."""
+    (run,) = records
+    o = run["output"]
+    lines = ["| trace | process | method per policy | CPU seconds | wall seconds | peak RSS |", "| --- " * 6 + "|"]
+    for name in ("mooncake", "flat"):
+        t, k, peer = o[name], o[name]["kvtheory"], o[name]["kvcache_simulator"]
+        rows = [("`kvtheory mrc --method per-budget`", "all per-budget", k["before_per_budget"])]
+        chosen = ", ".join(f"{p} {m}" for p, m in k["method"].items())
+        rows.append(("`kvtheory mrc` (auto)", chosen, k["after_auto"]))
+        if peer.get("available"):
+            rows.append(("kvcache-simulator (C++ batch core)", "all budgets in one run", peer))
+        for what, how, f in rows:
+            lines.append(
+                f"| {name}: {t['requests']:,} requests | {what} | {how} | {f['process_cpu_seconds']:.2f} "
+                f"| {f['process_seconds']:.2f} | {f['process_peak_rss_mb']:.0f} MB |"
+            )
+        if not k["identical"]:
+            lines.append(f"| {name} | per-budget and auto DIFFER | | | | |")
+    peers = {o[n]["kvcache_simulator"].get("note") for n in ("mooncake", "flat")} - {None}
+    return (
+        f"Policies {o['policies']}, 8 budgets each, per-budget runs on {o['workers']} process(es); per-budget and "
+        f"auto curves identical to the last miss on both traces: "
+        f"{all(o[n]['kvtheory']['identical'] for n in ('mooncake', 'flat'))}."
+        + "".join(f" {note}" for note in sorted(peers))
+        + "\n\n"
+        + "\n".join(lines)
+        + f"\n\n{provenance(records)}\n"
+    )
+
+
 def _interval(summary: dict, digits: int) -> str:
     low, high = summary["ci95"]
     return f"{summary['mean']:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
@@ -753,8 +785,9 @@ def model_types_table(records: list[dict]) -> str:
             runs = [m["runs"][p] for p in pairs]
             shown = [f"{x['hit_rate']:.3f}, {x['ttft_p50']:.3g}, {x['latency_p50']:.3g}" for x in runs]
             lines.append(start + f"| {gpus} | {m['budget']:,} | {m['a_miss'] * 1e6:.1f} | " + " | ".join(shown) + " |")
+        blocks = f", caches of whole blocks of {s['block_size']} tokens" if s.get("block_size", 1) > 1 else ""
         parts.append(
-            f"**{s['gpu']}**: {s['workload']}, {s['queries']:,} queries, {s['tokens']:,} tokens (prompts of "
+            f"**{s['gpu']}**{blocks}: {s['workload']}, {s['queries']:,} queries, {s['tokens']:,} tokens (prompts of "
             f"{s['mean_prompt']:,.0f} tokens on average, at most {s['max_prompt']:,}), {s['rate']}, output "
             f"{s['output_len']} tokens, {s['workers']} workers, seed {s['seed']}; the fewest GPUs per worker that "
             f"leave B >= {s['min_budget']:,} tokens:\n\n" + "\n".join(lines) + "\n"
@@ -847,6 +880,85 @@ def page_size_table(records: list[dict]) -> str:
     return "\n".join(lines) + f"\n\n{provenance(records)}\n"
 
 
+def _hit_rate(row: dict) -> str:
+    return f"{100 * row['hit_rate']:.2f}%"
+
+
+def predictions_serving_tables(records: list[dict]) -> str:
+    """``python reproduce/predictions_serving.py``: per workload and budget, the learned predictor's eta and
+    eta / OPT, and the hit rates of OPT, lru, rlt and every policy that follows predictions told by learned; the
+    same policies told by the oracle; then the cluster's hit rate, TTFT and latency per eviction policy."""
+    (run,) = records
+    output = run["output"]
+    tables = output["tables"]
+    told = [r["policy"].split("@")[0] for r in tables[0]["rows"] if r["policy"].endswith("@learned")]
+    lines = [
+        f"| workload | b | B (tokens) | eta (learned) | eta / OPT | OPT | lru | rlt | {' | '.join(told)} |",
+        "|" + " --- |" * (8 + len(told)),
+    ]
+    oracle = [f"| workload | b | B (tokens) | OPT | {' | '.join(told)} |", "|" + " --- |" * (4 + len(told))]
+    for t in tables:
+        rows = {r["policy"]: r for r in t["rows"]}
+        eta, opt = rows[f"{told[0]}@learned"]["eta"], rows["opt"]["misses_in_eta_units"]
+        start = f"| {t['workload']} ({t['queries']} queries, {t['tokens']:,} tokens) | {t['block_size']}"
+        start += f" | {t['budget']:,}"
+        shown = " | ".join(_hit_rate(rows[name]) for name in ["opt", "lru", "rlt"] + [f"{p}@learned" for p in told])
+        lines.append(f"{start} | {eta:,.0f} | {eta / opt:.1f} | {shown} |")
+        shown = " | ".join(_hit_rate(rows[name]) for name in ["opt"] + [f"{p}@oracle" for p in told])
+        oracle.append(f"{start} | {shown} |")
+    c = output["cluster"]
+    cluster = [
+        "| eviction | hit rate | TTFT mean (s) | TTFT p95 (s) | latency mean (s) | latency p95 (s) | eta |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in c["runs"]:
+        eta = f"{r['eta']:,.0f}" if "eta" in r else ""
+        cluster.append(
+            f"| {r['policy']} | {100 * r['hit_rate']:.2f}% | {r['ttft_mean']:.3f} | {r['ttft_p95']:.3f} "
+            f"| {r['latency_mean']:.3f} | {r['latency_p95']:.3f} | {eta} |"
+        )
+    head = (
+        f"Cluster: {c['workers']} workers ({c['model']} on {c['tp']} x {c['gpu']} each) of B = {c['budget']:,} "
+        f"tokens, router {c['router']}, {c['queries']} queries of chat-blocks with their arrival times:"
+    )
+    parts = ["\n".join(lines), "Told by the oracle:\n\n" + "\n".join(oracle), head + "\n\n" + "\n".join(cluster)]
+    return "\n\n".join(parts) + f"\n\n{provenance(records)}\n"
+
+
+def prediction_bounds_tables(records: list[dict]) -> str:
+    """``python reproduce/prediction_bounds.py``: ALG / OPT of each policy that follows predictions told by the
+    oracle, per workload; then, on cyclic with adversarial predictions, each one's ratio against its robust bound."""
+    (run,) = records
+    output = run["output"]
+    names = list(output["consistency"][0]["ratio"])
+    lines = [f"| workload | B | OPT | {' | '.join(names)} |", "|" + " --- |" * (3 + len(names))]
+    for row in output["consistency"]:
+        params = ", ".join(f"{key} = {value}" for key, value in row["params"].items())
+        ratios = " | ".join(f"{row['ratio'][name]:.4f}" for name in names)
+        lines.append(f"| {row['workload']} ({params}) | {row['budget']:,} | {row['opt']:,} | {ratios} |")
+    r = output["robustness"]
+    robust = [
+        "| policy | mean ratio | range | bound | held |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for row in r["rows"]:
+        if "bound_value" in row:
+            bound = f"{'>=' if row['kind'] == 'lower' else '<='} {row['bound']} = {row['bound_value']:.3f}"
+        elif "worst_margin" in row:
+            bound = f"each run <= {row['bound']} (worst run at {row['worst_margin']:.2f} of it)"
+        else:
+            bound = ""
+        held = "" if "within" not in row else ("yes" if row["within"] else "NO")
+        robust.append(
+            f"| {row['policy']} | {row['mean']:.3f} | {row['min']:.3f} .. {row['max']:.3f} | {bound} | {held} |"
+        )
+    head = (
+        f"With `adversarial` predictions on {r['workload']} (k = {r['k']}, L = {r['params']['L']}, B = {r['budget']}, "
+        f"OPT = {r['opt']:,}), {r['seeds']} seeds:"
+    )
+    return "\n".join(lines) + f"\n\n{head}\n\n" + "\n".join(robust) + f"\n\n{provenance(records)}\n"
+
+
 RENDERERS: dict[str, Callable[[list[dict]], str]] = {
     "claims-table": claims_table,
     "claims-summary": claims_summary,
@@ -865,6 +977,7 @@ RENDERERS: dict[str, Callable[[list[dict]], str]] = {
     "cluster-simulation-table": cluster_simulation_table,
     "cluster-mip-table": cluster_mip_table,
     "flat-trace-table": flat_trace_table,
+    "mrc-table": mrc_table,
     "table1-tables": table1_tables,
     "cluster-main-tables": cluster_main_tables,
     "cluster-sweeps-tables": cluster_sweeps_tables,
@@ -873,6 +986,8 @@ RENDERERS: dict[str, Callable[[list[dict]], str]] = {
     "engine-locks-table": engine_locks_table,
     "catalog-tables": catalog_tables,
     "page-size-table": page_size_table,
+    "predictions-serving-tables": predictions_serving_tables,
+    "prediction-bounds-tables": prediction_bounds_tables,
 }
 
 

@@ -90,7 +90,7 @@ def add_predictor_options(parser: argparse.ArgumentParser) -> None:
         choices=list(PREDICTORS),
         help=f"for a policy that follows predictions ({', '.join(PREDICTIVE_POLICIES)}): who predicts each "
         "request's next one (oracle: the truth; logdis, dis, bin: the truth with noise --noise X, seeded by "
-        "--seed; adversarial: the true order reversed)",
+        "--seed; adversarial: the true order reversed; learned: online, from the trace's past, the one route takes)",
     )
     parser.add_argument(
         "--noise", type=options.noise, metavar="X", help="the noise strength of logdis and dis (>= 0) or bin (<= 1)"

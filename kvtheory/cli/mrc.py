@@ -1,6 +1,7 @@
 """``kvtheory mrc --workload F [--format ...] (--budgets B1,B2,... | --budget-range LO:HI:N) --policies P1,P2,...
 [--batch BETA] [--block-size b] [--seeds N] [--time-limit S] [--evict-amount shortfall|allocation] [--plot FIG.png]
-[--executor local|dask] [--workers N] --json``: miss-ratio curves (docs/formats.md §Miss-ratio curves)."""
+[--method auto|one-pass|per-budget] [--executor local|dask] [--workers N] --json``: miss-ratio curves
+(docs/formats.md §Miss-ratio curves)."""
 
 from __future__ import annotations
 
@@ -51,9 +52,20 @@ def register(parser) -> None:
     parser.add_argument("--gpu", metavar="NAME", help="with --model: the plot's top axis in GiB of KV cache")
     parser.add_argument("--model", metavar="NAME", help="with --gpu: the model whose KV bytes per token convert")
     parser.add_argument(
+        "--method",
+        default="auto",
+        choices=("auto", "one-pass", "per-budget"),
+        help="all budgets in one pass where exact (auto, default), for every policy, or one run per budget",
+    )
+    parser.add_argument(
         "--executor", default="local", choices=("local", "dask"), help="local (process pool, default) or dask"
     )
-    parser.add_argument("--workers", type=options.workers, metavar="N", help="worker processes (default: the CPUs)")
+    parser.add_argument(
+        "--workers",
+        type=options.workers,
+        metavar="N",
+        help="worker processes for the per-budget runs (default: this process; dask: the CPUs)",
+    )
     add_json_option(parser)
     parser.set_defaults(run=run)
 
@@ -118,6 +130,7 @@ def run(args) -> int:
         time_limit=args.time_limit,
         evict_amount=args.evict_amount,
         block_size=args.block_size,
+        method=args.method,
     )
     if args.plot:
         plot_mrc(result, args.plot, y=args.y or "miss-ratio", workload=args.workload, batch=args.batch,

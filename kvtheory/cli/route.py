@@ -1,19 +1,22 @@
 """``kvtheory route --workload FILE --workers M --router NAME --eviction POLICY --gpu NAME --model NAME
 [--mem-fraction F] [--tp N] [--rate QPS] [--batch BETA | --engine continuous [--chunk-size N]] [--seed S]
-[--evict-amount shortfall|allocation]
+[--evict-amount shortfall|allocation] [--predictor learned] [--block-size b]
 --json``: the time-based simulation."""
 
 from __future__ import annotations
 
 from kvtheory.cli import options
 from kvtheory.cli.common import (
+    add_block_size_option,
     add_evict_amount_option,
     add_format_options,
     add_json_option,
+    add_predictor_options,
     emit,
     load_workload,
     parse_params,
     policy_names,
+    told,
 )
 from kvtheory.cli.costmodel import add_hardware_options
 from kvtheory.cluster.engines import DEFAULT_CHUNK_SIZE, ENGINES
@@ -33,11 +36,14 @@ def register(parser) -> None:
     parser.add_argument("--oracle", action="store_true", help="let the router see the workers' true caches and queues")
     parser.add_argument(
         "--eviction",
+        "--policy",
         required=True,
         metavar="POLICY",
-        help=f"every worker's online policy: {policy_names()}",
+        help=f"every worker's online policy (--policy: the same option, as on evict): {policy_names()}",
     )
     add_evict_amount_option(parser, where="every worker's eviction: ")
+    add_predictor_options(parser)  # only learned runs in a cluster (kvtheory.cluster.predicted)
+    add_block_size_option(parser)  # every worker's cache (kvtheory.cluster.blocks); batch engine only at b > 1
     add_cluster_options(parser)
     parser.add_argument(
         "--rate", type=options.rate, metavar="QPS", help="Poisson arrivals at QPS (inf: all at 0); default: the file's"
@@ -149,12 +155,16 @@ def run(args) -> int:
     from kvtheory.cluster.simulation import simulate
 
     cluster = build_cluster(args, args.workers)
+    if args.block_size > 1 and args.budget is None and args.gpu:  # the cost model's B, in whole blocks
+        from kvtheory.cluster.blocks import whole_blocks
+
+        cluster = whole_blocks(cluster, args.block_size)
     workload = load_workload(args)
     result = simulate(
         workload,
         cluster,
         args.router,
-        args.eviction,
+        told(args.eviction, args),
         batch=args.batch,
         seed=args.seed,
         rate=args.rate,
@@ -164,6 +174,7 @@ def run(args) -> int:
         engine=args.engine,
         chunk_size=args.chunk_size,
         evict_amount=args.evict_amount,
+        block_size=args.block_size,
     )
     record = result.to_dict()
     record["rate"] = args.rate

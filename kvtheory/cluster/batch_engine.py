@@ -2,7 +2,8 @@
 
 A worker that is free at an instant of the :class:`~kvtheory.cluster.events.EventLoop` with a non-empty
 queue takes the longest prefix of its queue of at most ``batch`` requests whose token footprint fits its
-budget (a footprint equal to B fits), serves it through ``policy.serve`` (hits against the cache as it
+budget (a footprint equal to B fits; at block size b > 1, whose blocks fit B / b: ``fits``,
+:mod:`kvtheory.cluster.blocks`), serves it through ``policy.serve`` (hits against the cache as it
 was before the batch), prefills for sum(a_cached * h + a_miss * (L - h)) and then decodes the batch in
 lock step (:meth:`~kvtheory.cluster.cluster.Worker.decode_batch`). With batch 1 the service time of j on
 i is exactly Cost_ij = a_cached_i * h_ij + a_miss_i * (|q_j| - h_ij) + O_ij.
@@ -41,8 +42,9 @@ class BatchWorker:
 class BatchEngine(Engine):
     """Batches of at most ``batch`` requests on workers (spec, policy) over the shared ``trie``."""
 
-    def __init__(self, trie, lengths: list[int], outputs: list[int], workers, batch: int) -> None:
+    def __init__(self, trie, lengths: list[int], outputs: list[int], workers, batch: int, fits=None) -> None:
         super().__init__(len(lengths))
+        self.fits = self._token_fits if fits is None else fits
         self.trie = trie
         self.lengths = lengths
         self.outputs = outputs
@@ -88,13 +90,16 @@ class BatchEngine(Engine):
         queue = w.queue
         group = [queue.popleft()]
         if self.batch > 1:
-            trie = self.trie
             while queue and len(group) < self.batch:
-                candidate = group + [queue[0]]
-                if footprint(trie, [trie.path(q) for q in candidate]) > w.spec.budget:
+                if not self.fits(group + [queue[0]], w.spec.budget):
                     break
                 group.append(queue.popleft())
         return group
+
+    def _token_fits(self, group: list[int], budget: int) -> bool:
+        """Whether the union of ``group``'s token nodes is at most ``budget`` tokens."""
+        trie = self.trie
+        return footprint(trie, [trie.path(q) for q in group]) <= budget
 
     def backlog(self, i: int, now: float) -> float:
         """The rest of the current batch plus, for each queued request, its batch-1 cost with its current

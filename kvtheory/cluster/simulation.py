@@ -8,7 +8,8 @@ The engine decides what a worker does with the queries routed to it: ``engine="b
 one batch after another (:mod:`kvtheory.cluster.batch_engine`; with batch 1 the service time of j on i
 is exactly Cost_ij = a_cached_i * h_ij + a_miss_i * (|q_j| - h_ij) + O_ij), ``engine="continuous"``
 batches continuously, as SGLang schedules (:mod:`kvtheory.cluster.engines`); the routing, arrivals,
-seeds and metrics are the same.
+seeds and metrics are the same. With ``block_size`` b > 1 every worker's cache holds whole blocks of b
+tokens (:mod:`kvtheory.cluster.blocks`, batch engine only); at b = 1 it holds tokens, the model itself.
 
 Latency = finish - arrival; TTFT = prefill end - arrival; throughput = completed / (last finish - first
 arrival); makespan = last finish - first arrival; busy_i = the sum of worker i's service times.
@@ -34,9 +35,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kvtheory.cluster.batch_engine import BatchEngine
+from kvtheory.cluster.blocks import BlockCaches
 from kvtheory.cluster.cluster import Cluster
 from kvtheory.cluster.engines import DEFAULT_CHUNK_SIZE, ENGINES, ContinuousEngine
 from kvtheory.cluster.events import Engine, EventLoop
+from kvtheory.cluster.predicted import cluster_predictor, worker_policy
 from kvtheory.cluster.routers import Router, RouterView, router_class
 from kvtheory.errors import InputError
 from kvtheory.model.workload import Workload
@@ -104,6 +107,16 @@ def check_engine(engine: str, batch: int, chunk_size: int | None) -> int | None:
     return int(chunk_size)
 
 
+def check_block_size(block_size, engine: str) -> int:
+    """The cache's block size b as an int; InputError unless it is a positive integer, and b > 1 runs on the batch
+    engine (the continuous one locks and cuts prompts token by token)."""
+    if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
+        raise InputError(f"block size must be a positive number of tokens, got {block_size!r}")
+    if block_size > 1 and engine != "batch":
+        raise InputError("--block-size b > 1 runs on the batch engine only (the continuous one holds tokens)")
+    return int(block_size)
+
+
 def check_budgets(workload: Workload, cluster: Cluster) -> None:
     """Every query must fit in every worker's cache (any router may send it anywhere)."""
     longest = max(range(len(workload)), key=lambda j: workload[j].length)
@@ -138,6 +151,12 @@ class ClusterResult:
     engine: str = "batch"
     engine_state: dict = field(default_factory=dict)
     evict_amount: str = "shortfall"
+    #: for a policy that follows predictions (kvtheory.cluster.predicted): its predictor and the error eta summed
+    #: over the workers; None otherwise, and then left out of :meth:`to_dict`
+    predictor: str | None = None
+    eta: float | None = None
+    #: the cache's block size b (tokens); left out of :meth:`to_dict` at b = 1
+    block_size: int = 1
 
     @property
     def latency(self) -> np.ndarray:
@@ -203,6 +222,8 @@ class ClusterResult:
             "per_worker": per_worker,
             "router_state": self.router_state,
             "engine_state": self.engine_state,
+            **({} if self.predictor is None else {"predictor": self.predictor, "eta": self.eta}),
+            **({} if self.block_size == 1 else {"block_size": self.block_size}),
         }
 
 
@@ -226,12 +247,21 @@ class Simulation:
         engine: str = "batch",
         chunk_size: int | None = None,
         evict_amount: str = "shortfall",
+        predictor: str | None = None,
+        noise: float | None = None,
+        block_size: int = 1,
     ) -> None:
         if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
             raise InputError(f"batch size must be a positive integer, got {batch}")
         self.engine = engine
         self.chunk_size = check_engine(engine, batch, chunk_size)
-        check_budgets(workload, cluster)
+        self.block_size = check_block_size(block_size, engine)
+        eviction_cls = policy_class(eviction) if isinstance(eviction, str) else eviction
+        caches = None if self.block_size == 1 else BlockCaches(workload, self.block_size, eviction_cls)
+        if caches is None:
+            check_budgets(workload, cluster)
+        else:
+            caches.check(cluster)
         self.workload = workload
         self.cluster = cluster
         self.batch = int(batch)
@@ -249,19 +279,33 @@ class Simulation:
                 raise InputError("arrivals must be one finite non-negative time per query")
         else:
             self.arrival = arrival_times(workload, rate, seed)
-        eviction_cls = policy_class(eviction) if isinstance(eviction, str) else eviction
         self.eviction = eviction_cls.name
         self.evict_amount = check_evict_amount(evict_amount)
-        served = []
+        self.predictor = cluster_predictor(eviction_cls, predictor, noise)
+        if self.predictor is not None and engine == "continuous":
+            raise InputError(f"policy {eviction_cls.name!r} follows predictions: it runs on the batch engine only")
+        served, self._predictions = [], []
+        if self.predictor is not None and caches is not None:
+            raise InputError(f"policy {eviction_cls.name!r} follows predictions: it runs at block size 1 only")
         for i, spec in enumerate(cluster.workers):  # a user's policy is served through the engine's checks
-            policy = eviction_cls.create(trie, spec.budget, seed=worker_seed(seed, i), evict_amount=evict_amount)
+            if caches is not None:
+                served.append((spec, caches.policy(spec.budget, worker_seed(seed, i), self.evict_amount)))
+                continue
+            if self.predictor is None:
+                policy = eviction_cls.create(trie, spec.budget, seed=worker_seed(seed, i), evict_amount=evict_amount)
+            else:
+                policy, told = worker_policy(
+                    eviction_cls, trie, spec.budget, worker_seed(seed, i), evict_amount, len(workload)
+                )
+                self._predictions.append(told)
             served.append((spec, served_checked(policy, eviction_cls, spec.budget, evict_amount)))
         if engine == "continuous":
             if eviction_cls.block_engine:  # it takes a served prompt to be cached whole, which vLLM never gives
                 raise InputError(f"policy {eviction_cls.name!r} runs on the batch engine only, not the continuous one")
             self._engine: Engine = ContinuousEngine(trie, self.lengths, self.outputs, served, self.chunk_size)
         else:
-            self._engine = BatchEngine(trie, self.lengths, self.outputs, served, self.batch)
+            fits = None if caches is None else caches.fits
+            self._engine = BatchEngine(trie, self.lengths, self.outputs, served, self.batch, fits)
         self.workers = self._engine.workers
         router_cls = router_class(router) if isinstance(router, str) else router
         options = dict(router_options or {})
@@ -308,6 +352,9 @@ class Simulation:
             engine=self.engine,
             engine_state=engine.state(),
             evict_amount=self.evict_amount,
+            predictor=self.predictor,
+            eta=sum(told.made().eta for told in self._predictions) if self._predictions else None,
+            block_size=self.block_size,
         )
 
 
@@ -323,6 +370,8 @@ def simulate(
     Options: batch, seed, rate (Poisson; inf = every query at 0), arrivals (explicit times),
     output_len (override), router_options (dict), oracle (bool), evict_amount (every worker's: shortfall or
     allocation), engine ("batch" or "continuous"), chunk_size (the continuous engine's prefill tokens per
-    iteration). See :class:`Simulation`.
+    iteration), predictor and noise (for a policy that follows predictions: ``learned`` only,
+    :mod:`kvtheory.cluster.predicted`), block_size (b: every worker's cache holds whole blocks of b tokens,
+    :mod:`kvtheory.cluster.blocks`; default 1, the token model). See :class:`Simulation`.
     """
     return Simulation(workload, cluster, router, eviction, **options).run()

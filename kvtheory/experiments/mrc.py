@@ -10,6 +10,10 @@ ratio is misses / T = 1 - hit rate. A budget that cannot serve the workload (a q
 footprint over B) is left out of the curve and listed in ``infeasible`` with the reason. With blocks of b tokens
 (docs/model.md §Blocks) every budget must be a multiple of b, and every run is the run at block size b: the tasks
 serve the block-level workload once built, with B / b slots, and their misses are converted to tokens.
+
+How each policy's curve is computed is chosen in one place, :func:`curve_methods`: ``one-pass`` (every budget
+from one traversal by stack distances, :mod:`kvtheory.experiments.stack_mrc`) where that is proven exact for the
+policy on this workload, else ``per-budget`` (one task per budget, on the executor). Both give the same values.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import numpy as np
 
 from kvtheory.errors import InputError
 from kvtheory.experiments.executors import make_executor
+from kvtheory.experiments.stack_mrc import one_pass_blocker, stack_hits
 from kvtheory.experiments.sweep import progress_bar
 from kvtheory.model.batches import validate
 from kvtheory.model.blocks import block_budget, block_workload
@@ -28,12 +33,15 @@ from kvtheory.optimum.exact import solve_optimum
 from kvtheory.optimum.fif import run_fif
 from kvtheory.policies import policy_class
 from kvtheory.policies.base import check_evict_amount
+from kvtheory.policies.dispatch import PREFER_COMPILED, job_backend
 from kvtheory.simulate import run_policy
 from kvtheory.stats import summarize
 
 OPT = "fif"
 #: the names that stand for the optimum in a list of policies
 OPT_NAMES = ("fif", "opt")
+#: how a curve is computed: ``auto`` (one pass where exact, else per budget), or either one for every policy
+METHODS = ("auto", "one-pass", "per-budget")
 
 
 def budget_range(text: str, multiple: int = 1) -> list[int]:
@@ -63,17 +71,18 @@ def budget_range(text: str, multiple: int = 1) -> list[int]:
 def _cell(task: tuple) -> tuple[int, str, float, float, tuple[str, str] | list[int] | None]:
     """(budget index, policy, misses, hit rate, OPT's (status, solver) or a seeded policy's misses per seed) of
     one budget and policy, computed as the single ``evict`` (hits / T, its mean over seeds) and ``opt``
-    (1 - misses / T) runs compute them. ``block_size`` is handed only to a policy that handles blocks itself,
-    on the token workload; every other task's workload is already the block-level one."""
-    workload, index, budget, policy, batch, seeds, time_limit, evict_amount, block_size = task
+    (1 - misses / T) runs compute them, on the job's engine ``backend`` (the same hits on either). ``block_size``
+    is handed only to a policy that handles blocks itself, on the token workload; every other task's workload is
+    already the block-level one."""
+    workload, index, budget, policy, batch, seeds, time_limit, evict_amount, block_size, backend = task
     if policy in OPT_NAMES:
         if batch == 1:
-            misses, status, solver = run_fif(workload, budget).misses, "optimal", "fif"
+            misses, status, solver = run_fif(workload, budget, backend=backend).misses, "optimal", "fif"
         else:
             result = solve_optimum(workload, budget, batch=batch, time_limit=time_limit)
             misses, status, solver = result.misses, result.status, result.solver
         return index, policy, misses, 1 - misses / workload.total_tokens, (status, solver)
-    options = {"batch": batch, "evict_amount": evict_amount, "block_size": block_size}
+    options = {"batch": batch, "evict_amount": evict_amount, "block_size": block_size, "backend": backend}
     runs = [run_policy(workload, budget, policy, seed=s, **options) for s in seeds]
     if len(runs) == 1:
         return index, policy, runs[0].misses, runs[0].hit_rate, None
@@ -97,6 +106,36 @@ def _in_tokens(cell: tuple, tokens_of, tokens: int) -> tuple:
     return index, name, value, float(np.mean([(tokens - m) / tokens for m in per_seed])), per_seed
 
 
+def curve_methods(served: Workload | None, policies: Sequence[str], method: str, batch: int, evict_amount: str) -> dict:
+    """``{policy: "one-pass" | "per-budget"}``: ``auto`` takes the one pass exactly where it is proven exact
+    (:func:`~kvtheory.experiments.stack_mrc.one_pass_blocker`), ``per-budget`` never, and ``one-pass`` for every
+    policy, a policy where it is not exact being an InputError that says why."""
+    if method not in METHODS:
+        raise InputError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
+    chosen = {}
+    for name in policies:
+        blocker = (
+            "no query has a full block" if served is None else one_pass_blocker(name, served.trie, batch, evict_amount)
+        )
+        if method == "one-pass" and blocker:
+            raise InputError(f"--method one-pass is not exact for {name}: {blocker}; use --method auto")
+        chosen[name] = "one-pass" if method != "per-budget" and blocker is None else "per-budget"
+    return chosen
+
+
+def _one_pass(
+    served: Workload, budgets: list[int], name: str, block_size: int, tokens_of, tokens: int, backend
+) -> tuple:
+    """(misses, hit rates) of ``name`` at every budget from one traversal (compiled when the curve's ``backend``
+    is), in tokens as the single runs report them."""
+    compiled = backend == PREFER_COMPILED
+    hits = stack_hits(served.trie, [b // block_size for b in budgets], whole_node=name == "lru", compiled=compiled)
+    misses = [int(served.total_tokens - h) for h in hits.tolist()]
+    if tokens_of is not None:
+        misses = [tokens_of(m) for m in misses]
+    return misses, [(tokens - m) / tokens for m in misses]
+
+
 def miss_ratio_curve(
     workload: Workload,
     budgets: Sequence[int],
@@ -110,6 +149,7 @@ def miss_ratio_curve(
     time_limit: float | None = None,
     evict_amount: str = "shortfall",
     block_size: int = 1,
+    method: str = "auto",
 ) -> dict:
     """``{"budgets", "hit_rate": {policy: [...]}, "miss_ratio": {policy: [...]}, "misses": {policy: [...]},
     "infeasible": [{"budget", "reason"}, ...]}`` over the feasible ``budgets`` (sorted); with OPT (``opt`` or
@@ -123,6 +163,10 @@ def miss_ratio_curve(
     §Blocks); a budget that is not a multiple of b is an InputError, and validity is checked in blocks.
     Every budget is validated first (each must hold the longest query, and every batch's footprint): one
     that does not is reported in ``infeasible`` with the reason and left out; none feasible is an InputError.
+    ``method`` (:data:`METHODS`): how each policy's curve is computed (:func:`curve_methods`; recorded in the
+    result's ``method``); the per-budget tasks run in this process, or on ``executor``'s ``workers`` processes
+    when ``workers`` >= 2 (a process pool's start and a copy of the workload per worker repay only long runs),
+    or on Dask (``executor="dask"``, of ``workers`` processes, by default the CPUs).
     """
     budgets = sorted(set(budgets))
     if not budgets or not policies:
@@ -130,6 +174,8 @@ def miss_ratio_curve(
     if seeds < 1:
         raise InputError(f"--seeds must be at least 1, got {seeds}")
     check_evict_amount(evict_amount)
+    if workers is not None and workers < 1:
+        raise InputError(f"--workers must be at least 1, got {workers}")
     from kvtheory.policies import ONLINE_POLICIES, PREDICTIVE_POLICIES
     from kvtheory.policies.predicted import SEPARATOR
 
@@ -157,13 +203,25 @@ def miss_ratio_curve(
     if served is not None:
         _ = served.trie  # built once here, shipped with the workload to every task
     tokens = workload.total_tokens
+    methods = curve_methods(served, policies, method, batch, evict_amount)
+    # the engine of every run and traversal: the whole curve's (dispatch.job_backend), not one run's; the hits are
+    # the same on either, and a curve long enough to repay loading numba loads it once for all of them
+    runs = len(budgets) * sum(
+        seeds if name not in OPT_NAMES and policy_class(name).randomized else 1 for name in policies
+    )
+    backend = job_backend("auto", runs * len(workload), runs * tokens)
     misses: dict[str, list] = {name: [None] * len(budgets) for name in policies}
     hit_rate: dict[str, list] = {name: [None] * len(budgets) for name in policies}
+    for name in policies:
+        if methods[name] == "one-pass":
+            misses[name], hit_rate[name] = _one_pass(served, budgets, name, block_size, tokens_of, tokens, backend)
     status: list = [None] * len(budgets)
     solvers: list = [None] * len(budgets)
     tasks = []
     for index, budget in enumerate(budgets):
         for name in policies:
+            if methods[name] == "one-pass":
+                continue
             if served is None:  # no query has a full block: every run misses every token, and nothing is served
                 misses[name][index], hit_rate[name][index] = tokens, 0.0
                 status[index], solvers[index] = "optimal", "fif"
@@ -176,27 +234,21 @@ def miss_ratio_curve(
                 tasks.append(((workload, index, budget, *common, block_size), None))
             else:
                 tasks.append(((served, index, budget // block_size, *common, 1), tokens_of))
+    tasks = [((*task, backend), convert) for task, convert in tasks]
     intervals: dict[str, list] = {}
-    runner = make_executor(executor, workers=workers)
-    try:
-        with progress_bar(len(tasks), 0, progress) as bar:
-            futures = {runner.submit(_cell, task, f"mrc-{task[1]}-{task[3]}"): convert for task, convert in tasks}
-            for future in runner.as_completed(list(futures)):
-                index, name, value, rate, opt_status = _in_tokens(future.result(), futures[future], tokens)
-                misses[name][index] = value
-                hit_rate[name][index] = rate
-                if name in OPT_NAMES:
-                    status[index], solvers[index] = opt_status
-                elif opt_status is not None:  # a randomized policy's misses per seed
-                    intervals.setdefault(name, [None] * len(budgets))[index] = list(summarize(opt_status).ci)
-                bar.update(1)
-    finally:
-        runner.close()
+    for index, name, value, rate, opt_status in _run_cells(tasks, tokens, executor, workers, progress):
+        misses[name][index] = value
+        hit_rate[name][index] = rate
+        if name in OPT_NAMES:
+            status[index], solvers[index] = opt_status
+        elif opt_status is not None:  # a randomized policy's misses per seed
+            intervals.setdefault(name, [None] * len(budgets))[index] = list(summarize(opt_status).ci)
     miss_ratio = {name: [value / tokens for value in values] for name, values in misses.items()}
     result = {
         "budgets": budgets,
         "evict_amount": evict_amount,
         "block_size": block_size,
+        "method": methods,
         "hit_rate": hit_rate,
         "miss_ratio": miss_ratio,
         "misses": misses,
@@ -210,6 +262,29 @@ def miss_ratio_curve(
     return result
 
 
+def _run_cells(tasks: list, tokens: int, executor: str, workers: int | None, progress: bool | None):
+    """Each per-budget task's :func:`_cell` result in tokens (:func:`_in_tokens`), in completion order: on the
+    executor, or in this process with the local executor unless more than one worker is asked for (the same
+    values either way: each task is a pure function of its arguments)."""
+    if not tasks:
+        return
+    if executor == "local" and (workers in (None, 1) or len(tasks) == 1):
+        with progress_bar(len(tasks), 0, progress) as bar:
+            for task, convert in tasks:
+                yield _in_tokens(_cell(task), convert, tokens)
+                bar.update(1)
+        return
+    runner = make_executor(executor, workers=workers)
+    try:
+        with progress_bar(len(tasks), 0, progress) as bar:
+            futures = {runner.submit(_cell, task, f"mrc-{task[1]}-{task[3]}"): convert for task, convert in tasks}
+            for future in runner.as_completed(list(futures)):
+                yield _in_tokens(future.result(), futures[future], tokens)
+                bar.update(1)
+    finally:
+        runner.close()
+
+
 from kvtheory.experiments.plot import plot_mrc  # noqa: E402  (the figure, in the one figure style)
 
-__all__ = ["OPT", "OPT_NAMES", "budget_range", "miss_ratio_curve", "plot_mrc"]
+__all__ = ["METHODS", "OPT", "OPT_NAMES", "budget_range", "curve_methods", "miss_ratio_curve", "plot_mrc"]

@@ -24,7 +24,8 @@ g_r = a_r - t_r >= 1 and strength s = ``noise``):
   the trace aside, to write "never" as T + 1). An edge requested before predicts its last gap again,
   p = t + (t - t_prev). A first request predicts the mean of every gap seen so far if at least half of the
   edges seen so far have come back (a conversation's next turn re-requests its prefix), else never. Every
-  request updates the counts after its prediction is made.
+  request updates the counts after its prediction is made (:class:`Learner`; :class:`OnlinePredictions` tells
+  it batch by batch to a policy whose schedule is decided as it is served, a worker of a cluster).
 """
 
 from __future__ import annotations
@@ -53,14 +54,18 @@ class Requests:
     @classmethod
     def of(cls, trie: PrefixTrie, schedule: Sequence[Sequence[int]]) -> Requests:
         """The requests of serving ``schedule`` (batches of trie sequence indices) over ``trie``."""
+        return cls.served([{v for j in batch for v in trie.path(j)} for batch in schedule], len(schedule))
+
+    @classmethod
+    def served(cls, requested: Sequence[set[int]], horizon: int) -> Requests:
+        """The requests of a schedule whose step t requests the edges ``requested[t-1]``, with "never" written
+        as ``horizon`` + 1 (``horizon`` >= the number of steps)."""
         steps, edges = [], []
         offsets = [0]
-        for t, batch in enumerate(schedule, start=1):
-            on_paths = sorted({v for j in batch for v in trie.path(j)})
-            edges.extend(on_paths)
+        for t, on_paths in enumerate(requested, start=1):
+            edges.extend(sorted(on_paths))
             steps.extend([t] * len(on_paths))
             offsets.append(len(edges))
-        horizon = len(offsets) - 1
         actual = np.full(len(edges), horizon + 1, dtype=np.int64)
         seen: dict[int, int] = {}
         for r in range(len(edges) - 1, -1, -1):
@@ -130,25 +135,36 @@ def _adversarial(requests: Requests, noise: float, rng: np.random.Generator) -> 
     return (2 * (requests.horizon + 1) - requests.actual).astype(np.float64)
 
 
-def _learned(requests: Requests, noise: float, rng: np.random.Generator) -> np.ndarray:
-    never = float(requests.horizon + 1)
-    predicted = np.empty(requests.edges.size, dtype=np.float64)
-    last: dict[int, int] = {}  # edge -> its last request
-    came_back: set[int] = set()  # edges requested at least twice so far
-    gap_sum, gaps = 0.0, 0
-    for r, (v, t) in enumerate(zip(requests.edges.tolist(), requests.steps.tolist())):
-        before = last.get(v)
+class Learner:
+    """``learned``, one request at a time (requests in the order of :class:`Requests`: by step, then by edge),
+    with "never" written as ``horizon`` + 1: what a serving system can run, since it reads nothing later."""
+
+    def __init__(self, horizon: int) -> None:
+        self.never = float(horizon + 1)
+        self._last: dict[int, int] = {}  # edge -> its last request
+        self._came_back: set[int] = set()  # edges requested at least twice so far
+        self._gap_sum, self._gaps = 0.0, 0
+
+    def predict(self, v: int, t: int) -> float:
+        """The predicted next request of edge ``v`` requested at step ``t``; then ``v``'s request is learned."""
+        before = self._last.get(v)
         if before is not None:
-            predicted[r] = t + (t - before)
-            gap_sum += t - before
-            gaps += 1
-            came_back.add(v)
-        elif gaps and 2 * len(came_back) >= len(last):
-            predicted[r] = t + gap_sum / gaps
+            predicted = float(t + (t - before))
+            self._gap_sum += t - before
+            self._gaps += 1
+            self._came_back.add(v)
+        elif self._gaps and 2 * len(self._came_back) >= len(self._last):
+            predicted = t + self._gap_sum / self._gaps
         else:
-            predicted[r] = never
-        last[v] = t
-    return predicted
+            predicted = self.never
+        self._last[v] = t
+        return predicted
+
+
+def _learned(requests: Requests, noise: float, rng: np.random.Generator) -> np.ndarray:
+    learner = Learner(requests.horizon)
+    pairs = zip(requests.edges.tolist(), requests.steps.tolist())
+    return np.array([learner.predict(v, t) for v, t in pairs], dtype=np.float64)
 
 
 #: predictor name -> (function of (requests, noise, rng) to predicted times, whether it reads ``noise``)
@@ -205,6 +221,45 @@ def predict(
     requests = Requests.of(trie, schedule)
     function = PREDICTORS[predictor][0]
     predicted = function(requests, noise, np.random.default_rng(seed))
+    return Predictions(requests, predicted, _eta(trie, requests, predicted), predictor, noise)
+
+
+def _eta(trie: PrefixTrie, requests: Requests, predicted: np.ndarray) -> float:
+    """eta = sum over requests r of edge_len(v_r) * |p_r - a_r|."""
     weights = np.asarray(trie.edge_len, dtype=np.float64)[requests.edges]
-    eta = float(np.sum(weights * np.abs(predicted - requests.actual)))
-    return Predictions(requests, predicted, eta, predictor, noise)
+    return float(np.sum(weights * np.abs(predicted - requests.actual)))
+
+
+class OnlinePredictions:
+    """Predictions made while a schedule is decided, for a policy whose batches are not known in advance (a
+    worker of a cluster, whose queries the router picks online): ``learned`` (:class:`Learner`), the one
+    predictor that needs no future, told step by step. ``horizon`` bounds the number of steps and writes "never"
+    as ``horizon`` + 1. Once served, :meth:`made` is the :class:`Predictions` that were told, with their error
+    against the schedule actually served."""
+
+    predictor = "learned"
+
+    def __init__(self, trie: PrefixTrie, horizon: int) -> None:
+        self.trie = trie
+        self.horizon = horizon
+        self._learner = Learner(horizon)
+        self._requested: list[set[int]] = []
+        self._predicted: list[float] = []
+
+    def told(self, step: int, edges: set[int], policy: str) -> dict[int, float]:
+        """The predictions for the batch of radix ``edges`` served at ``step``, the step after the last told (an
+        InputError naming ``policy`` otherwise, or past the horizon)."""
+        if step != len(self._requested) + 1:
+            raise InputError(f"policy {policy!r}: online predictions are told once per batch, in order")
+        if step > self.horizon:
+            raise InputError(f"policy {policy!r}: more batches served than the horizon of {self.horizon}")
+        told = {v: self._learner.predict(v, step) for v in sorted(edges)}
+        self._requested.append(set(edges))
+        self._predicted.extend(told.values())
+        return told
+
+    def made(self) -> Predictions:
+        """The predictions told so far, as data, with eta against the schedule served."""
+        requests = Requests.served(self._requested, self.horizon)
+        predicted = np.asarray(self._predicted, dtype=np.float64)
+        return Predictions(requests, predicted, _eta(self.trie, requests, predicted), self.predictor, None)

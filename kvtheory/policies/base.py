@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
@@ -44,6 +45,9 @@ class EvictionPolicy(ABC):
     #: token-level trie as ``cls(trie, B, seed=..., evict_amount=..., block_size=b)`` (b = 1 included) and takes
     #: its hits as tokens, instead of running it on the block-level workload as every other policy
     block_engine: ClassVar[bool] = False
+    #: the compiled core of the rule's family, ``"module:Class"`` in :mod:`kvtheory.policies.compiled`, which runs
+    #: only the classes that opt in themselves with ``compiled_core = True``
+    core_class: ClassVar[str] = ""
 
     def __init__(
         self, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
@@ -74,21 +78,27 @@ class EvictionPolicy(ABC):
     def compiled_object(
         cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
     ) -> EvictionPolicy | None:
-        """The compiled core of this policy as an object served batch by batch, or None where it has none
-        (a class that changes the rule never inherits its parent's core)."""
-        return None
+        """The compiled core of this policy (:attr:`core_class`) as an object served batch by batch, the same hits
+        from the same seed, where the class itself opted in (``compiled_core`` on the class, not inherited: a class
+        that changes the rule never runs its parent's core); None otherwise. numba is imported by the runs that
+        use a core alone."""
+        if not cls.__dict__.get("compiled_core", False) or not cls.core_class:
+            return None
+        module, name = cls.core_class.split(":")
+        core = getattr(importlib.import_module(f"kvtheory.policies.compiled.{module}"), name)
+        return core.for_rule(cls, trie, budget, seed=seed, evict_amount=evict_amount)
 
     @classmethod
     def instantiate(
-        cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
+        cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall", **told
     ) -> EvictionPolicy:
         """``cls`` itself, constructed. The eviction amount is passed on only when it is not the default, so
         a user's policy written without an ``evict_amount`` argument still runs (and is refused, with an
-        InputError, for ``"allocation"``)."""
+        InputError, for ``"allocation"``). ``told``: ``predictions=`` for a policy that follows them."""
         if check_evict_amount(evict_amount) == "shortfall":
-            return cls(trie, budget, seed=seed)
+            return cls(trie, budget, seed=seed, **told)
         try:
-            return cls(trie, budget, seed=seed, evict_amount=evict_amount)
+            return cls(trie, budget, seed=seed, evict_amount=evict_amount, **told)
         except TypeError as exc:
             if "evict_amount" not in str(exc):
                 raise
@@ -149,6 +159,11 @@ class KernelServed(EvictionPolicy):
     _scalars: np.ndarray
     _KEPT_ROW: int
     _SIZE_CELL: int
+
+    @classmethod
+    def for_rule(cls, rule: type, trie: PrefixTrie, budget: int, **options) -> KernelServed:
+        """This core's object for the policy class ``rule``."""
+        return cls(rule, trie, budget, **options)
 
     def serve_all(self, batch: int) -> np.ndarray:
         """Serve every sequence of the trie in order, in batches of ``batch``; return each one's hits."""

@@ -87,6 +87,19 @@ def policy_object(cls, trie, budget: int, *, seed=None, evict_amount: str = "sho
     return cls.instantiate(trie, budget, seed=seed, evict_amount=evict_amount)
 
 
+def told_object(cls, trie, budget: int, predictions, *, seed=None, evict_amount="shortfall", backend="auto"):
+    """A fresh object of ``cls``, a policy that follows predictions, told ``predictions``: its compiled core
+    (``cls.compiled_told``) when ``backend`` chooses it and it has one, else the per-edge class."""
+    if wants_compiled(cls, trie, backend):
+        core = getattr(cls, "compiled_told", None)
+        made = None if core is None else core(trie, budget, predictions, seed=seed, evict_amount=evict_amount)
+        if made is not None:
+            return made
+        if backend == "compiled":
+            raise _no_core(cls, evict_amount)
+    return cls(trie, budget, seed=seed, evict_amount=evict_amount, predictions=predictions)
+
+
 def compiled_hits(cls, trie, budget: int, batch: int, seed=None, evict_amount: str = "shortfall", backend="auto"):
     """Every query's hits from ``cls``'s compiled core when ``backend`` chooses it, else None (the run is then
     served batch by batch by the object :func:`policy_object` makes)."""

@@ -23,10 +23,8 @@ class EdgeCache(EvictionPolicy):
     """A cache held as ``_kept[v]`` tokens per radix edge v, with ``_cached_children[v]`` counting the
     children of v that hold tokens."""
 
-    def __init__(
-        self, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> None:
-        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
+    def __init__(self, trie: PrefixTrie, budget: int, **options) -> None:
+        super().__init__(trie, budget, **options)
         self._kept = np.zeros(trie.n_nodes, dtype=np.int64)
         self._cached_children = [0] * trie.n_nodes
 
@@ -97,12 +95,10 @@ class LeafTokenSampler(EdgeCache):
     #: marks persist across batches and an empty pool starts a new phase (RLT), as the compiled core reads it
     marking = False
 
-    def __init__(
-        self, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> None:
-        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
+    def __init__(self, trie: PrefixTrie, budget: int, **options) -> None:
+        super().__init__(trie, budget, **options)
         n = trie.n_nodes
-        self._rng = np.random.default_rng(seed)
+        self._rng = np.random.default_rng(options.get("seed"))
         self._marked = bytearray(n)
         self._pool = np.zeros(n, dtype=np.int64)
         self._slot = [-1] * n
@@ -118,20 +114,7 @@ class LeafTokenSampler(EdgeCache):
 
     #: "auto" runs the compiled core from this many tokens in all (kvtheory.policies.dispatch)
     compiled_min_tokens = CORE_MIN_TOKENS
-
-    @classmethod
-    def compiled_object(
-        cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> EvictionPolicy | None:
-        """The compiled core served batch by batch (:class:`~kvtheory.policies.compiled.sampler.CompiledLeafSampler`;
-        whole runs: ``run_compiled``), the same draws from the same seed, on any trie and for both eviction
-        amounts, when the class opted in (``compiled_core`` on the class itself: a
-        subclass that changes the rule does not inherit it); None otherwise."""
-        if not cls.__dict__.get("compiled_core", False):
-            return None
-        from kvtheory.policies.compiled.sampler import CompiledLeafSampler  # numba, imported by the runs that use it
-
-        return CompiledLeafSampler(cls, trie, budget, seed=seed, evict_amount=evict_amount, min_block=_MIN_BLOCK)
+    core_class = "sampler:CompiledLeafSampler"
 
     def eviction_distribution(self, batch: Sequence[int]) -> dict[int, float]:
         """{edge v: probability} that the first token evicted, were ``batch`` served now and short of room, is
@@ -150,10 +133,7 @@ class LeafTokenSampler(EdgeCache):
         """(the cached tokens per edge, the marked edges), both sorted: the candidates are the unmarked cached
         leaves, drawn uniformly, so this fixes the distribution of everything later (the pool's order and the
         generator only decide which draw picks which candidate)."""
-        kept = self._kept
-        return tuple((int(v), int(kept[v])) for v in np.flatnonzero(kept)), tuple(
-            v for v, m in enumerate(self._marked) if m
-        )
+        return tuple(self.kept().items()), tuple(v for v, m in enumerate(self._marked) if m)
 
     # -- marks and the candidate pool -------------------------------------------------------------
     def _mark(self, v: int) -> None:

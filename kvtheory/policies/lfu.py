@@ -5,11 +5,9 @@ from __future__ import annotations
 import heapq
 from collections.abc import Collection, Sequence
 
-import numpy as np
-
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies import register_policy
-from kvtheory.policies.base import EvictionPolicy, flat_trie_arrays
+from kvtheory.policies.base import flat_trie_arrays
 from kvtheory.policies.rules import LeafView, PriorityRule
 
 
@@ -25,18 +23,7 @@ class LeafLFU(PriorityRule):
 
     name = "lfu"
     compiled_core = True
-
-    @classmethod
-    def compiled_object(
-        cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> EvictionPolicy | None:
-        """The compiled core served batch by batch (:class:`~kvtheory.policies.compiled.lfu.CompiledLFU`) when
-        the class itself opted in (``compiled_core``: a subclass that changes the rule does not inherit it)."""
-        if not cls.__dict__.get("compiled_core", False):
-            return None
-        from kvtheory.policies.compiled.lfu import CompiledLFU
-
-        return CompiledLFU(cls, trie, budget, seed=seed, evict_amount=evict_amount)
+    core_class = "lfu:CompiledLFU"
 
     @classmethod
     def run_compiled(
@@ -53,10 +40,8 @@ class LeafLFU(PriorityRule):
             return run_flat_lfu(trie, budget, batch)
         return super().run_compiled(trie, budget, batch, seed, evict_amount)
 
-    def __init__(
-        self, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> None:
-        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
+    def __init__(self, trie: PrefixTrie, budget: int, **options) -> None:
+        super().__init__(trie, budget, **options)
         self._heap: list[tuple[int, int, int]] = []
 
     def priority(self, leaf: LeafView) -> tuple[int, int, int]:
@@ -115,10 +100,6 @@ class LeafLFU(PriorityRule):
         """(the cached tokens per edge, every edge's request count, the dense rank of every edge's last request
         step): evictions compare (count, last step, -edge) only and every later step is larger than all, so the
         order of the last steps decides the future, not their values."""
-        kept, last = self._kept, self._last_access
+        last = self._last_access
         ranks = {step: r for r, step in enumerate(sorted(set(last)))}
-        return (
-            tuple((int(v), int(kept[v])) for v in np.flatnonzero(kept)),
-            tuple(self._requests),
-            tuple(ranks[step] for step in last),
-        )
+        return tuple(self.kept().items()), tuple(self._requests), tuple(ranks[step] for step in last)

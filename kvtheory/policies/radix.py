@@ -107,11 +107,10 @@ class RadixPolicy(EvictionPolicy):
 
     refresh_on_hit: bool = True
     whole_node: bool = True
+    core_class = "radix:CompiledRadix"
 
-    def __init__(
-        self, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> None:
-        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
+    def __init__(self, trie: PrefixTrie, budget: int, **options) -> None:
+        super().__init__(trie, budget, **options)
         self._root = _Node(None, 0, 0, 0, -1, -1, -1)
         self._clock = 0
         self._next_cid = 0
@@ -157,19 +156,6 @@ class RadixPolicy(EvictionPolicy):
         heapq.heappush(self._heap, (node.stamp, node.cid, node))
 
     # -- the policy interface ---------------------------------------------------------------------
-    @classmethod
-    def compiled_object(
-        cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> EvictionPolicy | None:
-        """The compiled core served batch by batch (:class:`~kvtheory.policies.compiled.radix.CompiledRadix`)
-        when the class itself opted in (``compiled_core`` set on the class, not inherited, so that a subclass that
-        changes the rule is never run by it); None otherwise."""
-        if not cls.__dict__.get("compiled_core", False):
-            return None
-        from kvtheory.policies.compiled.radix import CompiledRadix
-
-        return CompiledRadix(cls, trie, budget, seed=seed, evict_amount=evict_amount)
-
     @classmethod
     def run_compiled(
         cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"

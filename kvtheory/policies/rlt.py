@@ -21,10 +21,8 @@ class RandomizedLeafToken(LeafTokenSampler):
     compiled_core = True
     marking = True
 
-    def __init__(
-        self, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> None:
-        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
+    def __init__(self, trie: PrefixTrie, budget: int, **options) -> None:
+        super().__init__(trie, budget, **options)
         self._marked_nodes: set[int] = set()
         self.phases = 1
 

@@ -70,12 +70,11 @@ class AuthorsRLT(EvictionPolicy):
     name = "rlt-authors"
     randomized = True
     compiled_core = True
+    core_class = "authors:CompiledAuthorsRLT"
 
-    def __init__(
-        self, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> None:
-        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
-        self._rng = np.random.default_rng(seed)
+    def __init__(self, trie: PrefixTrie, budget: int, **options) -> None:
+        super().__init__(trie, budget, **options)
+        self._rng = np.random.default_rng(options.get("seed"))
         self._root = _Node(None, 0, 0, 0, -1)
         self._marked: set[_Node] = set()
         self.marked_count = 0
@@ -84,18 +83,6 @@ class AuthorsRLT(EvictionPolicy):
     #: "auto" runs the compiled core from this many tokens in all (kvtheory.policies.dispatch): this class
     #: takes a Python step per evicted token
     compiled_min_tokens = CORE_MIN_DRAWN_TOKENS
-
-    @classmethod
-    def compiled_object(
-        cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> EvictionPolicy | None:
-        """The compiled core served batch by batch (:class:`~kvtheory.policies.compiled.authors.CompiledAuthorsRLT`,
-        the same hits and draws from the same seed) when the class opted in; None otherwise."""
-        if not cls.__dict__.get("compiled_core", False):
-            return None
-        from kvtheory.policies.compiled.authors import CompiledAuthorsRLT  # numba, imported by the runs that use it
-
-        return CompiledAuthorsRLT(trie, budget, seed=seed, evict_amount=evict_amount)
 
     # -- walking the tree ---------------------------------------------------------------------------
     def _split(self, child: _Node, at: int) -> _Node:

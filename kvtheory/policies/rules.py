@@ -55,10 +55,8 @@ class PriorityRule(EdgeCache):
     #: evict every cached token of the chosen leaf edge at once, rather than its last token
     whole_node = False
 
-    def __init__(
-        self, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> None:
-        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
+    def __init__(self, trie: PrefixTrie, budget: int, **options) -> None:
+        super().__init__(trie, budget, **options)
         n = trie.n_nodes
         self.step = 0
         self._last_access = [0] * n
@@ -138,11 +136,9 @@ class SamplerRule(PriorityRule):
 
     randomized = True
 
-    def __init__(
-        self, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> None:
-        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
-        self._rng = np.random.default_rng(seed)
+    def __init__(self, trie: PrefixTrie, budget: int, **options) -> None:
+        super().__init__(trie, budget, **options)
+        self._rng = np.random.default_rng(options.get("seed"))
 
     def weight(self, leaf: LeafView) -> float:
         """The leaf's weight (>= 0, finite); uniform by default."""

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from kvtheory.errors import InputError
 from kvtheory.model.batches import batches
+from kvtheory.model.predictions import predict
 from kvtheory.model.workload import Workload
 from kvtheory.policies import ONLINE_POLICIES, EvictionPolicy, policy_class
 from kvtheory.policies.base import EVICT_AMOUNTS
@@ -28,6 +29,14 @@ EXAMPLES = 60
 _INSTANCES = st.one_of(
     instances(max_queries=12, max_length=5, alphabet=3, max_batch=4),
     instances(max_queries=10, max_length=8, alphabet=2, max_batch=4),
+)
+#: the predictors a policy that follows predictions, with none bound to it, is checked with: one per example
+CHECKED_PREDICTORS: tuple[tuple[str, float | None], ...] = (
+    ("oracle", None),
+    ("logdis", 1.0),
+    ("bin", 0.5),
+    ("adversarial", None),
+    ("learned", None),
 )
 #: a block engine's instances: block sizes 1 to 3, and budgets where vLLM's allocation fits every batch
 _BLOCK_INSTANCES = st.one_of(
@@ -55,7 +64,7 @@ def amounts(cls: type[EvictionPolicy]) -> tuple[str, ...]:
     ``evict_amount`` argument (:meth:`~kvtheory.policies.EvictionPolicy.instantiate` refuses it the other)."""
     trie = Workload.from_token_lists([[0]]).trie
     try:
-        cls.instantiate(trie, 1, seed=0, evict_amount="allocation")
+        cls.instantiate(trie, 1, seed=0, evict_amount="allocation", **_told(cls, trie, [[0]], 0))
     except InputError as exc:
         if "does not take an eviction amount" in str(exc):
             return ("shortfall",)
@@ -64,8 +73,13 @@ def amounts(cls: type[EvictionPolicy]) -> tuple[str, ...]:
 
 
 def backends(cls: type[EvictionPolicy]) -> tuple[str, ...]:
-    """``("python",)``, and ``"compiled"`` too where the policy has a compiled core."""
+    """``("python",)``, and ``"compiled"`` too where the policy has a compiled core (for a policy that follows
+    predictions, one told them: ``compiled_told``)."""
     trie = Workload.from_token_lists([[0]]).trie
+    if cls.uses_predictions:
+        core = getattr(cls, "compiled_told", None)
+        told = None if core is None else core(trie, 1, _told(cls, trie, [[0]], 0)["predictions"], seed=0)
+        return ("python", "compiled") if told is not None else ("python",)
     return ("python", "compiled") if cls.compiled_object(trie, 1, seed=0) is not None else ("python",)
 
 
@@ -107,13 +121,45 @@ def _first_assertion(error: BaseException) -> AssertionError | None:
     return None
 
 
+def predictor_of(cls: type[EvictionPolicy], seed: int) -> tuple[str, float | None]:
+    """The predictor (and noise) a policy that follows predictions is checked with on an example drawn with
+    ``seed``: the one bound to it (``NAME@PREDICTOR[=NOISE]``), else :data:`CHECKED_PREDICTORS`' entry seed mod 5."""
+    if getattr(cls, "predictor", None) is not None:
+        return cls.predictor, cls.noise
+    return CHECKED_PREDICTORS[seed % len(CHECKED_PREDICTORS)]
+
+
+def _told(cls: type[EvictionPolicy], trie, schedule, seed: int) -> dict:
+    """``{"predictions": ...}`` made for serving ``schedule`` (:func:`predictor_of`, drawn under ``seed``) for a
+    policy that follows predictions; ``{}`` for any other."""
+    if not cls.uses_predictions:
+        return {}
+    predictor, noise = predictor_of(cls, seed)
+    return {"predictions": predict(trie, schedule, predictor, noise=noise, seed=seed)}
+
+
+def _told_by(cls: type[EvictionPolicy], seed: int) -> str:
+    """The predictor of a failure's context (``", predictor logdis=1"``); empty for a policy that follows none."""
+    if not cls.uses_predictions:
+        return ""
+    predictor, noise = predictor_of(cls, seed)
+    return f", predictor {predictor}" + ("" if noise is None else f"={noise:g}")
+
+
 def _served(
     cls, workload, budget, batch, amount, seed, backend, context: str, block_size: int = 1
 ) -> list[tuple[list[int], dict]]:
     """(hits, cache) after each batch, served through the engine's books; a violation fails ``context``. A block
-    engine is built with its ``block_size`` (it has no compiled core)."""
+    engine is built with its ``block_size`` (it has no compiled core); a policy that follows predictions is told
+    those of :func:`predictor_of` for the instance's schedule."""
     if cls.block_engine:
         policy = cls(workload.trie, budget, seed=seed, evict_amount=amount, block_size=block_size)
+    elif cls.uses_predictions:
+        told = _told(cls, workload.trie, batches(len(workload), batch), seed)
+        if backend == "compiled":
+            policy = cls.compiled_told(workload.trie, budget, told["predictions"], seed=seed, evict_amount=amount)
+        else:
+            policy = cls.instantiate(workload.trie, budget, seed=seed, evict_amount=amount, **told)
     else:
         policy = cls.create(workload.trie, budget, seed=seed, evict_amount=amount, backend=backend)
     checked = CheckedPolicy(policy, cls, budget, amount)
@@ -150,7 +196,10 @@ def policy_checks(
         trie = Workload.from_token_lists([[0]]).trie
         for budget in (0, -1):
             try:
-                cls.create(trie, budget, seed=0, backend="python")
+                if cls.uses_predictions:
+                    cls.instantiate(trie, budget, seed=0, **_told(cls, trie, [[0]], 0))
+                else:
+                    cls.create(trie, budget, seed=0, backend="python")
             except ValueError:
                 continue
             raise AssertionError(f"check_policy({cls.name!r}) refuses_a_budget_below_one: B = {budget} was taken")
@@ -159,7 +208,7 @@ def policy_checks(
         workload, budget, batch, b = _unpack(instance)
         amount, backend = taken[choice % len(taken)], engines[choice % len(engines)]
         context = f"check_policy({cls.name!r}) keeps_the_model on {_describe(workload, budget, batch, b)}"
-        context = f"{context}, {amount}, seed={seed}, {backend}"
+        context = f"{context}, {amount}, seed={seed}, {backend}{_told_by(cls, seed)}"
         _served(cls, workload, budget, batch, amount, seed, backend, context, b)
 
     def deterministic_under_a_seed(instance, seed, choice) -> None:
@@ -168,7 +217,7 @@ def policy_checks(
         for backend in engines:
             context = (
                 f"check_policy({cls.name!r}) deterministic_under_a_seed on "
-                f"{_describe(workload, budget, batch, b, seed=seed)}, {amount}, {backend}"
+                f"{_describe(workload, budget, batch, b, seed=seed)}, {amount}, {backend}{_told_by(cls, seed)}"
             )
             first = _served(cls, workload, budget, batch, amount, seed, backend, context, b)
             assert first == _served(cls, workload, budget, batch, amount, seed, backend, context, b), (
@@ -234,7 +283,9 @@ def check_policy(policy: str | type[EvictionPolicy], *, examples: int = EXAMPLES
     batch, where there is a compiled one; and equality with the per-token reference, hit for hit and cache
     for cache, where kvtheory has one. A block engine (``block_engine``, as ``vllm``) is checked by the engine's
     block books (:mod:`kvtheory.policies.block_ledger`) on instances of block sizes 1 to 3 whose pools hold
-    every batch's allocation.
+    every batch's allocation. A policy that follows predictions (``uses_predictions``: a registered
+    ``NAME@PREDICTOR[=NOISE]``, or a class, whose examples each draw a predictor of :data:`CHECKED_PREDICTORS`) is
+    told predictions made for each instance's schedule under the example's seed.
     """
     for _, check in policy_checks(policy, examples=examples, shrink=shrink):
         check()

@@ -58,10 +58,20 @@ BUDGET_PARAMETER = "B"
 SLACK_PARAMETER = "k"
 
 
+def as_text(value: object) -> str:
+    """A Python value as the text ``key=value`` would carry it (a list as ``1,2,3``), so that one parser
+    checks it: a value of the wrong kind (``turns=2.5`` for a list of counts) is an InputError, never a
+    TypeError deep in a generator, and a single count stands for a one-element list."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(item) for item in value)
+    return str(value)
+
+
 def generate(
     name: str, params: Mapping[str, object] | None = None, *, seed: int = 0, budget: int | None = None
 ) -> Workload:
-    """Run generator ``name`` with ``params`` (strings are parsed by the parameter's annotation).
+    """Run generator ``name`` with ``params`` (each value parsed by its parameter's annotation, a Python
+    value through :func:`as_text`).
 
     ``budget``: the budget B the workload will be served with. A generator with a budget parameter ``B``
     (the adversary families) is then built for it: ``B`` follows ``budget`` unless ``params`` sets it, and
@@ -84,7 +94,7 @@ def generate(
     for key, value in (params or {}).items():
         if key not in accepted:
             raise InputError(f"{name} takes no parameter {key!r}; it takes: {', '.join(accepted)}")
-        kwargs[key] = parse_value(key, value, hints.get(key, str)) if isinstance(value, str) else value
+        kwargs[key] = parse_value(key, as_text(value), hints.get(key, str))
     if budget is None or BUDGET_PARAMETER not in accepted:
         return generator.function(seed=seed, **kwargs)
     given = kwargs.get(BUDGET_PARAMETER)

@@ -78,3 +78,18 @@ def test_every_model_and_kv_dtype_gets_a_row_and_deepseek_v3_fits_no_l40_worker(
         assert rows[(spec.name, "bf16")].get("tp") == rows[(spec.name, "fp8")].get("tp")
     small = rows[("Llama-3.1-8B", "bf16")]
     assert small["tp"] == 1 and 0 <= small["runs"]["round-robin+lru"]["hit_rate"] <= 1
+
+
+@pytest.mark.slow
+def test_the_blocks_half_rounds_every_budget_down_to_whole_blocks(capsys):
+    """--block-size 16: each worker's B is the token run's B rounded down to a multiple of 16, the setting says
+    the block size, and hits are counted (vllm on every worker)."""
+    assert model_types.main(["--quick", "--gpu", "L40", "--pair", "round-robin+vllm", "--block-size", "16"]) == 0
+    out = orjson.loads(capsys.readouterr().out)
+    assert out["setting"]["block_size"] == 16
+    g = gpu("L40")
+    for m in out["models"]:
+        if m["fits"]:
+            spec = with_dtypes(MODELS[m["model"].lower()], kv_dtype=m["kv_dtype"])
+            assert m["budget"] == 16 * (cost_model(g, spec, tp=m["tp"]).budget // 16)
+            assert 0 < m["runs"]["round-robin+vllm"]["hit_rate"] < 1

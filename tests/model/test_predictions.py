@@ -134,3 +134,26 @@ def test_learned_repeats_the_last_gap():
         if v in last:
             assert told == t + (t - last[v])
         last[v] = t
+
+
+@pytest.mark.parametrize("batch", [1, 2, 3])
+def test_learned_told_online_is_learned_on_the_whole_schedule(batch):
+    """OnlinePredictions (learned told batch by batch, for a schedule decided as it is served) tells each batch
+    what ``predict`` made for the whole schedule, and its record has the same requests and eta."""
+    from kvtheory.model.predictions import OnlinePredictions
+    from kvtheory.workloads import generate
+
+    workload = generate("multiturn", {"conversations": 6, "user_len": 8}, seed=2)
+    schedule = batches(len(workload), batch)
+    whole = predict(workload.trie, schedule, "learned")
+    online = OnlinePredictions(workload.trie, len(schedule))
+    for t, group in enumerate(schedule, start=1):
+        edges = {v for j in group for v in workload.trie.path(j)}
+        assert online.told(t, edges, "p") == whole.at(t)
+    made = online.made()
+    assert np.array_equal(made.predicted, whole.predicted) and made.eta == whole.eta
+    assert np.array_equal(made.requests.actual, whole.requests.actual)
+    with pytest.raises(InputError, match="told once per batch, in order"):
+        online.told(1, {1}, "p")
+    with pytest.raises(InputError, match="more batches served than the horizon"):
+        online.told(len(schedule) + 1, {1}, "p")

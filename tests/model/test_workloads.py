@@ -324,3 +324,14 @@ def test_generate_parses_string_parameters():
         generate("gsp", {"groups": "many"})
     with pytest.raises(InputError):
         generate("gsp", {"colour": "red"})
+
+
+def test_generate_checks_python_values_as_it_parses_strings():
+    """A Python value goes through the same parser: one count is a one-element list, a wrong kind is refused."""
+    one = generate("multiturn", {"conversations": 1, "turns": 3, "user_len": 2, "output_len": 0}, seed=1)
+    listed = generate("multiturn", {"conversations": 1, "turns": [3], "user_len": 2, "output_len": 0}, seed=1)
+    assert [q.length for q in one] == [q.length for q in listed] == [2, 4, 6]
+    for params in ({"turns": 2.5}, {"groups": 2.5}, {"turns": [1, "x"]}):
+        name = "gsp" if "groups" in params else "multiturn"
+        with pytest.raises(InputError, match="is not a valid"):
+            generate(name, params)

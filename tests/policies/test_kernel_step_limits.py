@@ -26,9 +26,9 @@ import pytest
 import kvtheory
 from kvtheory import Workload
 from kvtheory.optimum import compiled_fif
-from kvtheory.policies.compiled import authors, flat, lfu, radix, sampler
+from kvtheory.policies.compiled import authors, flat, lfu, predictive, radix, sampler
 
-KERNEL_MODULES = (radix, authors, flat, lfu, sampler, compiled_fif)
+KERNEL_MODULES = (radix, authors, flat, lfu, sampler, predictive, compiled_fif)
 
 
 def _nested():
@@ -129,6 +129,18 @@ def test_sampler_walk_up_a_cyclic_trie_is_an_internal_error():
     policy = sampler.CompiledLeafSampler(kvtheory.policy_class("rlt"), trie, 4, seed=0, min_block=64)
     _cyclic(policy._state.parent, trie.end[0])
     with pytest.raises(RuntimeError, match=r"^internal error: kernel serve_batch of the compiled sampler core"):
+        policy.serve([0])
+    with pytest.raises(RuntimeError, match=r"^internal error: kernel cached_prefix_of of the compiled cores"):
+        policy.cached_prefix(0)
+
+
+def test_predictive_marker_walk_up_a_cyclic_trie_is_an_internal_error():
+    workload = _nested()
+    told = kvtheory.predict(workload.trie, [[0], [1], [2]], "oracle")
+    rule = kvtheory.policy_class("predictive-marker")
+    policy = predictive.CompiledPredictiveMarker(rule, workload.trie, 4, predictions=told)
+    _cyclic(policy._parent, workload.trie.end[0])
+    with pytest.raises(RuntimeError, match=r"^internal error: kernel serve_batches of the compiled predictive-marker"):
         policy.serve([0])
     with pytest.raises(RuntimeError, match=r"^internal error: kernel cached_prefix_of of the compiled cores"):
         policy.cached_prefix(0)

@@ -28,9 +28,7 @@ phase counts (tests/policies/test_authors_core.py compares them):
 
 Memory: O(trie nodes + queries) int64 arrays: a query creates at most three nodes (a split in each of its
 two walks and a new leaf), and a deleted node's id is reused, so the arrays grow with the nodes alive at
-once. One kernel, :func:`authors_serve`, serves a run of consecutive batches: the
-whole run (``run_compiled``) is one call, :class:`CompiledAuthorsRLT` (what ``create`` returns) calls
-it batch by batch. numba is a required dependency: there is no interpreted fallback.
+once. The kernel: :func:`authors_serve`; its object: :class:`CompiledAuthorsRLT`.
 """
 
 from __future__ import annotations
@@ -72,6 +70,20 @@ from kvtheory.policies.compiled.radix import (
 )
 from kvtheory.policies.compiled.sampler import bit_source, bounded_draw
 
+#: the step-limit errors of the kernels below (constants: numba raises them without building a string)
+_PER_NODE = " of the compiled rlt-authors core exceeded its step limit of one step per node"
+_PER_PATH = " of the compiled rlt-authors core exceeded its step limit of the path's length + 1 steps"
+_ADD_UP_LIMIT = "internal error: kernel _add_up" + _PER_NODE
+_INSERT_BEFORE_LIMIT = "internal error: kernel _insert_before" + _PER_NODE
+_DELETE_LIMIT = "internal error: kernel _delete" + _PER_NODE
+_MARK_LIMIT = "internal error: kernel _mark" + _PER_NODE
+_DESCEND_LIMIT = "internal error: kernel _descend" + _PER_PATH
+_MARK_PATH_LIMIT = "internal error: kernel _mark_path" + _PER_NODE
+_ADD_LEAF_LIMIT = "internal error: kernel _add_leaf" + _PER_NODE
+_CANDIDATE_LIMIT = "internal error: kernel _candidate" + _PER_NODE
+_EVICT_LIMIT = "internal error: kernel _evict" + _PER_NODE
+_AUTHORS_SERVE_LIMIT = "internal error: kernel authors_serve" + _PER_NODE
+
 # rows of ``nodes`` after the shared tree's: mark, children list, treap (left, right, up, in it, own weight,
 # subtree sum, priority), tokens counted in the candidates' total, last eviction that drew it, tokens left
 _ROWS = range(TREE_ROWS, TREE_ROWS + 14)
@@ -102,10 +114,7 @@ def _add_up(nodes, x, delta):
     rounds_left = nodes.shape[1]  # up the treap: at most one step per node
     while x >= 0:
         if rounds_left == 0:
-            raise RuntimeError(
-                "internal error: kernel _add_up of the compiled rlt-authors core exceeded its step limit of "
-                "one step per node"
-            )
+            raise RuntimeError(_ADD_UP_LIMIT)
         rounds_left -= 1
         nodes[N_SUM, x] += delta
         x = nodes[N_TUP, x]
@@ -174,10 +183,7 @@ def _insert_before(nodes, sc, e, h):
         rounds_left = nodes.shape[1]  # down the treap: at most one step per node
         while nodes[N_TR, u] >= 0:
             if rounds_left == 0:
-                raise RuntimeError(
-                    "internal error: kernel _insert_before of the compiled rlt-authors core exceeded its "
-                    "step limit of one step per node"
-                )
+                raise RuntimeError(_INSERT_BEFORE_LIMIT)
             rounds_left -= 1
             u = nodes[N_TR, u]
         nodes[N_TR, u] = e
@@ -185,10 +191,7 @@ def _insert_before(nodes, sc, e, h):
     rounds_left = nodes.shape[1]  # each rotation lifts e one level: at most one per node
     while nodes[N_TUP, e] >= 0 and nodes[N_PRIO, e] > nodes[N_PRIO, nodes[N_TUP, e]]:
         if rounds_left == 0:
-            raise RuntimeError(
-                "internal error: kernel _insert_before of the compiled rlt-authors core exceeded its step "
-                "limit of one step per node"
-            )
+            raise RuntimeError(_INSERT_BEFORE_LIMIT)
         rounds_left -= 1
         _rotate_up(nodes, sc, e)
 
@@ -213,10 +216,7 @@ def _delete(nodes, sc, x):
     rounds_left = nodes.shape[1]  # each rotation sinks x one level: at most one per node
     while nodes[N_TL, x] >= 0 or nodes[N_TR, x] >= 0:
         if rounds_left == 0:
-            raise RuntimeError(
-                "internal error: kernel _delete of the compiled rlt-authors core exceeded its step limit of "
-                "one step per node"
-            )
+            raise RuntimeError(_DELETE_LIMIT)
         rounds_left -= 1
         left, right = nodes[N_TL, x], nodes[N_TR, x]
         if right < 0 or (left >= 0 and nodes[N_PRIO, left] > nodes[N_PRIO, right]):
@@ -344,10 +344,7 @@ def _mark(nodes, lists, sc, x):
         rounds_left = nodes.shape[1]  # up a root path: at most one step per node
         while x != 0:
             if rounds_left == 0:
-                raise RuntimeError(
-                    "internal error: kernel _mark of the compiled rlt-authors core exceeded its step limit "
-                    "of one step per node"
-                )
+                raise RuntimeError(_MARK_LIMIT)
             rounds_left -= 1
             if not nodes[N_MARKED, x]:
                 _set_mark(nodes, lists, sc, x, True)
@@ -392,10 +389,7 @@ def _descend(tr, state, nodes, lists, sc, path, plen, mark_walked):
     rounds_left = length + 1  # every step goes at least one token deeper: at most ``length`` steps
     while matched < length:
         if rounds_left == 0:
-            raise RuntimeError(
-                "internal error: kernel _descend of the compiled rlt-authors core exceeded its step limit of "
-                "the path's length + 1 steps"
-            )
+            raise RuntimeError(_DESCEND_LIMIT)
         rounds_left -= 1
         i, child, at = walk_step(tr, state, nodes, path, plen, node, matched, i)
         if child < 0:
@@ -418,10 +412,7 @@ def _mark_path(nodes, lists, sc, node):
         n += 1
         node = nodes[N_PARENT, node]
     if node != 0:
-        raise RuntimeError(
-            "internal error: kernel _mark_path of the compiled rlt-authors core exceeded its step limit "
-            "of one step per node"
-        )
+        raise RuntimeError(_MARK_PATH_LIMIT)
     for i in range(n - 1, -1, -1):
         _mark(nodes, lists, sc, lists[L_CHAIN, i])
 
@@ -446,10 +437,7 @@ def _add_leaf(tr, state, nodes, lists, sc, path, plen, node, matched):
         rounds_left = nodes.shape[1]  # at most one step per node
         while nodes[N_CHILDREN, first] > 0:
             if rounds_left == 0:
-                raise RuntimeError(
-                    "internal error: kernel _add_leaf of the compiled rlt-authors core exceeded its step "
-                    "limit of one step per node"
-                )
+                raise RuntimeError(_ADD_LEAF_LIMIT)
             rounds_left -= 1
             first = nodes[N_TAIL, first]
         attach_leaf(tr, state, nodes, leaf, node, matched, end, first_key(tr, path, matched))
@@ -472,10 +460,7 @@ def _slot(lists, sc, nodes, i):
         return lists[L_SLOT, i]
     x = _candidate(nodes, sc, i)
     if x < 0:
-        raise RuntimeError(
-            "internal error: kernel _candidate of the compiled rlt-authors core exceeded its step limit of "
-            "one step per node"
-        )
+        raise RuntimeError(_CANDIDATE_LIMIT)
     return x
 
 
@@ -536,10 +521,7 @@ def _evict(tr, state, nodes, lists, sc, tokens, next_uint32, rng_state):
             rounds_left = nodes.shape[1]  # up a root path (the root is alive): at most one step per node
             while not nodes[N_ALIVE, a]:
                 if rounds_left == 0:
-                    raise RuntimeError(
-                        "internal error: kernel _evict of the compiled rlt-authors core exceeded its step "
-                        "limit of one step per node"
-                    )
+                    raise RuntimeError(_EVICT_LIMIT)
                 rounds_left -= 1
                 a = nodes[N_PARENT, a]
             if a != 0 and nodes[N_CHILDREN, a] == 0 and not nodes[N_IN, a]:
@@ -598,10 +580,7 @@ def authors_serve(tr, state, nodes, lists, sc, path, ends, batch, hits, next_uin
             rounds_left = nodes.shape[1]  # up a root path: at most one step per node
             while x != 0 and nodes[N_LOCK, x] != clock:
                 if rounds_left == 0:
-                    raise RuntimeError(
-                        "internal error: kernel authors_serve of the compiled rlt-authors core exceeded its "
-                        "step limit of one step per node"
-                    )
+                    raise RuntimeError(_AUTHORS_SERVE_LIMIT)
                 rounds_left -= 1
                 nodes[N_LOCK, x] = clock
                 x = nodes[N_PARENT, x]
@@ -641,12 +620,10 @@ class CompiledAuthorsRLT(KernelServed):
     name = "rlt-authors"
     randomized = True
 
-    def __init__(
-        self, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> None:
-        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
+    def __init__(self, trie: PrefixTrie, budget: int, **options) -> None:
+        super().__init__(trie, budget, **options)
         n = trie.n_nodes
-        self._rng = np.random.default_rng(seed)  # kept alive: the kernel draws from its state
+        self._rng = np.random.default_rng(options.get("seed"))  # kept alive: the kernel draws from its state
         self._bits = bit_source(self._rng)
         self._trie = trie_arrays(trie)
         self._state = np.zeros((3, n), dtype=np.int64)
@@ -662,6 +639,11 @@ class CompiledAuthorsRLT(KernelServed):
         self._scalars[C_TREAP] = -1
         self._path = np.zeros(n, dtype=np.int64)
         self._ends = np.asarray(trie.end, dtype=np.int64)
+
+    @classmethod
+    def for_rule(cls, rule: type, trie: PrefixTrie, budget: int, **options) -> CompiledAuthorsRLT:
+        """The core of rlt-authors alone: ``rule`` is AuthorsRLT."""
+        return cls(trie, budget, **options)
 
     @property
     def marked_count(self) -> int:

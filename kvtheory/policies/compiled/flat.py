@@ -9,9 +9,8 @@ creation id) and one binary heap of (stamp, creation id) pairs: O(edges + querie
 The kernel reproduces the per-edge policy hit for hit (tests/policies/test_flat_core.py compares them): same
 clock (one tick per batch), same creation ids, same lazy heap semantics, so the same leaf is evicted.
 It covers whole-node eviction (L-LRU), and token-at-a-time eviction (token-LRU, FIFO-leaf) when every
-edge holds one token, where evicting a token is evicting its leaf. numba is a required dependency:
-there is no interpreted fallback; the per-edge classes serve every other trie. The heap and the buffers
-below (:func:`grow_columns`, :func:`set_aside`) serve every compiled core.
+edge holds one token, where evicting a token is evicting its leaf; the general cores serve every other
+trie. The heap and the buffers below (:func:`grow_columns`, :func:`set_aside`) serve every compiled core.
 """
 
 from __future__ import annotations
@@ -21,6 +20,14 @@ from numba import njit
 
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import flat_trie_arrays
+
+#: the step-limit errors of the kernels below (constants: numba raises them without building a string)
+_PER_LEVEL = " of the compiled heap exceeded its step limit of 64 levels"
+_PER_HEAP = " of the compiled flat core exceeded its step limit of heap entries + 1 rounds"
+_HEAP_PUSH_LIMIT = "internal error: kernel heap_push" + _PER_LEVEL
+_HEAP_POP_LIMIT = "internal error: kernel heap_pop" + _PER_LEVEL
+_FLAT_RADIX_RUN_LIMIT = "internal error: kernel flat_radix_run" + _PER_HEAP
+_FLAT_LFU_RUN_LIMIT = "internal error: kernel flat_lfu_run" + _PER_HEAP
 
 #: the step limit of one heap push or pop: a heap of fewer than 2**63 entries has at most 63 levels below its top
 HEAP_LEVELS = 64
@@ -41,9 +48,7 @@ def heap_push(ha, hb, size, a, b):
     rounds_left = HEAP_LEVELS  # i < 2**63 more than halves per level: 0 after at most 63
     while i > 0:
         if rounds_left == 0:
-            raise RuntimeError(
-                "internal error: kernel heap_push of the compiled heap exceeded its step limit of 64 levels"
-            )
+            raise RuntimeError(_HEAP_PUSH_LIMIT)
         rounds_left -= 1
         up = (i - 1) // 2
         if heap_less(ha, hb, i, up):
@@ -64,9 +69,7 @@ def heap_pop(ha, hb, size):
     rounds_left = HEAP_LEVELS  # i + 1 at least doubles per level and stays <= n < 2**63: at most 63
     while True:
         if rounds_left == 0:
-            raise RuntimeError(
-                "internal error: kernel heap_pop of the compiled heap exceeded its step limit of 64 levels"
-            )
+            raise RuntimeError(_HEAP_POP_LIMIT)
         rounds_left -= 1
         left = 2 * i + 1
         if left >= n:
@@ -119,9 +122,8 @@ def flat_radix_run(ends, edge_len, budget, batch, refresh):
     locked = np.zeros(n_nodes, dtype=np.int64)  # the clock of the batch that last walked v
     seen = np.zeros(n_nodes, dtype=np.int64)  # the clock of the batch that last counted v's misses
     node_of_cid = np.zeros(n + 1, dtype=np.int64)
-    capacity = 2 * n + 1
-    ha = np.empty(capacity, dtype=np.int64)
-    hb = np.empty(capacity, dtype=np.int64)
+    ha = np.empty(n + 1, dtype=np.int64)  # a push per query, an entry set aside popped first: at most n entries
+    hb = np.empty(n + 1, dtype=np.int64)
     size = np.zeros(1, dtype=np.int64)
     aside = np.empty((2, batch + 1), dtype=np.int64)
     cached_tokens = 0
@@ -147,10 +149,7 @@ def flat_radix_run(ends, edge_len, budget, batch, refresh):
         rounds_left = size[0] + 1
         while overflow > 0:
             if rounds_left == 0:
-                raise RuntimeError(
-                    "internal error: kernel flat_radix_run of the compiled flat core exceeded its step limit of "
-                    "heap entries + 1 rounds"
-                )
+                raise RuntimeError(_FLAT_RADIX_RUN_LIMIT)
             rounds_left -= 1
             if size[0] == 0:
                 raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
@@ -181,23 +180,25 @@ def flat_radix_run(ends, edge_len, budget, batch, refresh):
                 node_of_cid[next_cid] = v
                 stamp[v] = clock
                 cached_tokens += edge_len[v]
-            if size[0] == ha.size:
-                ha = np.concatenate((ha, np.empty(ha.size, dtype=np.int64)))
-                hb = np.concatenate((hb, np.empty(hb.size, dtype=np.int64)))
             heap_push(ha, hb, size, stamp[v], cid_of[v])
     return hits
 
 
-def run_flat_radix(trie: PrefixTrie, budget: int, batch: int, *, refresh: bool) -> np.ndarray:
-    """Hits of each query under whole-leaf radix eviction on a flat trie (see :func:`flat_radix_run`)."""
+def _run_flat(name: str, kernel, trie: PrefixTrie, *args) -> np.ndarray:
+    """``kernel``'s hits on a flat trie (a ValueError naming ``name`` on any other), its errors without
+    numba's frames."""
     arrays = flat_trie_arrays(trie)
     if arrays is None:
-        raise ValueError("run_flat_radix needs a flat trie (every query one edge off the root)")
-    ends, edge_len = arrays
+        raise ValueError(f"{name} needs a flat trie (every query one edge off the root)")
     try:
-        return flat_radix_run(ends, edge_len, int(budget), int(batch), bool(refresh))
+        return kernel(*arrays, *args)
     except RuntimeError as exc:
         raise RuntimeError(str(exc)) from None
+
+
+def run_flat_radix(trie: PrefixTrie, budget: int, batch: int, *, refresh: bool) -> np.ndarray:
+    """Hits of each query under whole-leaf radix eviction on a flat trie (see :func:`flat_radix_run`)."""
+    return _run_flat("run_flat_radix", flat_radix_run, trie, int(budget), int(batch), bool(refresh))
 
 
 @njit(cache=True)
@@ -215,9 +216,8 @@ def flat_lfu_run(ends, edge_len, budget, batch):
     count = np.zeros(n_nodes, dtype=np.int64)
     last = np.zeros(n_nodes, dtype=np.int64)
     on_batch = np.full(n_nodes, -1, dtype=np.int64)
-    capacity = 2 * n + 1
-    ha = np.empty(capacity, dtype=np.int64)
-    hb = np.empty(capacity, dtype=np.int64)
+    ha = np.empty(n + 1, dtype=np.int64)  # at most a push per query: at most n entries
+    hb = np.empty(n + 1, dtype=np.int64)
     size = np.zeros(1, dtype=np.int64)
     cached_tokens = 0
     step = 0
@@ -238,10 +238,7 @@ def flat_lfu_run(ends, edge_len, budget, batch):
         rounds_left = size[0] + 1
         while tokens > 0:
             if rounds_left == 0:
-                raise RuntimeError(
-                    "internal error: kernel flat_lfu_run of the compiled flat core exceeded its step limit of "
-                    "heap entries + 1 rounds"
-                )
+                raise RuntimeError(_FLAT_LFU_RUN_LIMIT)
             rounds_left -= 1
             if size[0] == 0:
                 raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
@@ -262,23 +259,12 @@ def flat_lfu_run(ends, edge_len, budget, batch):
             kept[v] = edge_len[v]
             if on_batch[v] == step:
                 on_batch[v] = -step  # pushed once per batch
-                if size[0] == ha.size:
-                    ha = np.concatenate((ha, np.empty(ha.size, dtype=np.int64)))
-                    hb = np.concatenate((hb, np.empty(hb.size, dtype=np.int64)))
                 heap_push(ha, hb, size, count[v], last[v] * (n_nodes + 1) + n_nodes - v)
     return hits
 
 
 def run_flat_lfu(trie: PrefixTrie, budget: int, batch: int) -> np.ndarray:
     """Hits of each query under LFU-leaf on a flat trie (see :func:`flat_lfu_run`)."""
-    arrays = flat_trie_arrays(trie)
-    if arrays is None:
-        raise ValueError("run_flat_lfu needs a flat trie (every query one edge off the root)")
-    ends, edge_len = arrays
-    steps = -(-ends.size // batch)
-    if (steps + 1) * (edge_len.size + 1) >= 1 << 62:
+    if (-(-len(trie.end) // batch) + 1) * (trie.n_nodes + 1) >= 1 << 62:
         raise ValueError("too many steps for the flat LFU core's int64 heap keys")
-    try:
-        return flat_lfu_run(ends, edge_len, int(budget), int(batch))
-    except RuntimeError as exc:
-        raise RuntimeError(str(exc)) from None
+    return _run_flat("run_flat_lfu", flat_lfu_run, trie, int(budget), int(batch))

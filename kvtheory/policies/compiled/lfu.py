@@ -7,9 +7,7 @@ of each edge, and the step of the batch whose paths hold v); eviction order is a
 (count, last request, -v), encoded as the int64 pair (count, last * (nodes + 1) + nodes - v), an entry
 being stale when its edge is empty, has cached children or has been requested since. Paths are walked up
 the trie's parent array. Memory: O(trie nodes) arrays and a heap of at most one live entry per request.
-
-:func:`lfu_serve` serves a run of consecutive batches from a given state: the whole run (``run_compiled``)
-is one call, and :class:`CompiledLFU` (what ``LeafLFU.create`` returns) calls it batch by batch.
+The kernel: :func:`lfu_serve`; its object: :class:`CompiledLFU`.
 """
 
 from __future__ import annotations
@@ -21,6 +19,12 @@ from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import KernelServed
 from kvtheory.policies.compiled.flat import grow_columns, heap_pop, heap_push
 from kvtheory.policies.compiled.radix import cached_prefix_of
+
+#: the step-limit errors of the kernels below (constants: numba raises them without building a string)
+_PER_EVICTION = " of the compiled LFU core exceeded its step limit of heap entries + tokens + 1 rounds"
+_PER_NODE = " of the compiled LFU core exceeded its step limit of one step per trie node"
+_EVICT_LIMIT = "internal error: kernel _evict" + _PER_EVICTION
+_LFU_SERVE_LIMIT = "internal error: kernel lfu_serve" + _PER_NODE
 
 # rows of the per-trie-node state
 S_KEPT, S_CHILDREN, S_COUNT, S_LAST, S_ON = range(5)
@@ -49,10 +53,7 @@ def _evict(parent, state, hp, sc, tokens, need):
     rounds_left = sc[C_HEAP] + tokens + 1
     while tokens > 0:
         if rounds_left == 0:
-            raise RuntimeError(
-                "internal error: kernel _evict of the compiled LFU core exceeded its step limit of heap entries + "
-                "tokens + 1 rounds"
-            )
+            raise RuntimeError(_EVICT_LIMIT)
         rounds_left -= 1
         if sc[C_HEAP] == 0:
             if freed >= need:
@@ -105,10 +106,7 @@ def lfu_serve(parent, edge_len, state, hp, sc, touched, ends, batch, hits):
             rounds_left = n_nodes
             while v != 0:
                 if rounds_left == 0:
-                    raise RuntimeError(
-                        "internal error: kernel lfu_serve of the compiled LFU core exceeded its step limit of one step "
-                        "per trie node"
-                    )
+                    raise RuntimeError(_LFU_SERVE_LIMIT)
                 rounds_left -= 1
                 cached += state[S_KEPT, v]
                 state[S_COUNT, v] += 1
@@ -144,10 +142,8 @@ class CompiledLFU(KernelServed):
 
     _KEPT_ROW, _SIZE_CELL = S_KEPT, C_SIZE
 
-    def __init__(
-        self, rule: type, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> None:
-        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
+    def __init__(self, rule: type, trie: PrefixTrie, budget: int, **options) -> None:
+        super().__init__(trie, budget, **options)
         self.name = rule.name
         n = trie.n_nodes
         self._max_steps = (1 << 62) // (n + 1) - 1

@@ -21,12 +21,8 @@ tree held in int64 arrays instead of Python objects, so the two give the same hi
 
 Paths are walked through the trie's parent array into one scratch buffer. Every batch of b queries
 creates at most 3b nodes (a split in each of its two matches and a new leaf) and grows the heap by at
-most 3b entries, so capacity is made once per batch and memory stays O(trie nodes + queries).
-
-One kernel, :func:`radix_serve`, serves a run of consecutive batches from a given state: the whole run
-(``run_compiled``, what ``run_policy`` uses) is one call, and :class:`CompiledRadix` (what the policy's
-``create`` returns for the cluster simulation's workers) calls it batch by batch. numba is a required
-dependency: there is no interpreted fallback.
+most 3b entries, so capacity is made once per batch and memory stays O(trie nodes + queries). The kernel:
+:func:`radix_serve`; its object: :class:`CompiledRadix`.
 """
 
 from __future__ import annotations
@@ -37,6 +33,24 @@ from numba import njit
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import KernelServed
 from kvtheory.policies.compiled.flat import grow_columns, heap_pop, heap_push, set_aside
+
+#: the step-limit errors of the kernels below (constants: numba raises them without building a string)
+_PER_NODE = " of the compiled radix core exceeded its step limit of one step per trie node"
+_PER_PATH = " of the compiled radix core exceeded its step limit of the path's length"
+_PER_WALK = " of the compiled radix core exceeded its step limit of the path's length + 1 steps"
+_PER_BUFFER = " of the compiled radix core exceeded its step limit of the path buffer's length"
+_PER_EVICTION = " of the compiled radix core exceeded its step limit of heap entries + tokens + 1 rounds"
+_CORES_PER_NODE = " of the compiled cores exceeded its step limit of one step per trie node"
+_LOAD_PATH_LIMIT = "internal error: kernel load_path" + _PER_NODE
+_UNCACHE_LIMIT = "internal error: kernel uncache" + _PER_NODE
+_SPLIT_NODE_LIMIT = "internal error: kernel split_node" + _PER_NODE
+_WALK_STEP_LIMIT = "internal error: kernel walk_step" + _PER_PATH
+_MATCH_LIMIT = "internal error: kernel _match" + _PER_WALK
+_ATTACH_LEAF_LIMIT = "internal error: kernel attach_leaf" + _PER_NODE
+_FIRST_KEY_LIMIT = "internal error: kernel first_key" + _PER_BUFFER
+_CUT_TAIL_LIMIT = "internal error: kernel cut_tail" + _PER_NODE
+_EVICT_LIMIT = "internal error: kernel _evict" + _PER_EVICTION
+_CACHED_PREFIX_OF_LIMIT = "internal error: kernel cached_prefix_of" + _CORES_PER_NODE
 
 # rows of the trie array
 T_PARENT, T_DEPTH, T_TIN, T_TOUT, T_EDGE = range(5)
@@ -59,10 +73,7 @@ def load_path(tr, end, path):
     rounds_left = tr.shape[1]  # a root path: at most (trie nodes - 1) nodes below the root
     while v != 0:
         if rounds_left == 0:
-            raise RuntimeError(
-                "internal error: kernel load_path of the compiled radix core exceeded its step limit of one step per "
-                "trie node"
-            )
+            raise RuntimeError(_LOAD_PATH_LIMIT)
         rounds_left -= 1
         path[n] = v
         n += 1
@@ -97,10 +108,7 @@ def uncache(tr, state, bottom, lo):
     rounds_left = tr.shape[1]  # up a root path: at most (trie nodes - 1) nodes below the root
     while u != 0 and tr[T_DEPTH, u] > lo:
         if rounds_left == 0:
-            raise RuntimeError(
-                "internal error: kernel uncache of the compiled radix core exceeded its step limit of one step per "
-                "trie node"
-            )
+            raise RuntimeError(_UNCACHE_LIMIT)
         rounds_left -= 1
         above = tr[T_DEPTH, tr[T_PARENT, u]]
         state[S_KEPT, u] = max(lo - above, 0)
@@ -129,10 +137,7 @@ def split_node(tr, state, nodes, c, at, h):
     rounds_left = tr.shape[1]  # both walks go up a root path: at most (trie nodes - 1) steps each
     while u != 0 and tr[T_DEPTH, tr[T_PARENT, u]] >= d0:
         if rounds_left == 0:
-            raise RuntimeError(
-                "internal error: kernel split_node of the compiled radix core exceeded its step limit of one step per "
-                "trie node"
-            )
+            raise RuntimeError(_SPLIT_NODE_LIMIT)
         rounds_left -= 1
         state[S_FIRST, u] = h
         u = tr[T_PARENT, u]
@@ -140,10 +145,7 @@ def split_node(tr, state, nodes, c, at, h):
     rounds_left = tr.shape[1]
     while tr[T_PARENT, tail_key] != at:
         if rounds_left == 0:
-            raise RuntimeError(
-                "internal error: kernel split_node of the compiled radix core exceeded its step limit of one step per "
-                "trie node"
-            )
+            raise RuntimeError(_SPLIT_NODE_LIMIT)
         rounds_left -= 1
         tail_key = tr[T_PARENT, tail_key]
     nodes[N_PARENT, c] = h
@@ -176,9 +178,7 @@ def walk_step(tr, state, nodes, path, plen, node, matched, i):
             i = k
             break
     else:
-        raise RuntimeError(
-            "internal error: kernel walk_step of the compiled radix core exceeded its step limit of the path's length"
-        )
+        raise RuntimeError(_WALK_STEP_LIMIT)
     child = _child(tr, state, nodes, node, path[i])
     if child < 0 or _is_ancestor(tr, nodes[N_BOTTOM, child], end):
         return i, child, -1
@@ -202,10 +202,7 @@ def _match(tr, state, nodes, hp, sc, path, plen, mutate):
     rounds_left = length + 1  # every step goes at least one token deeper: at most ``length`` steps
     while matched < length:
         if rounds_left == 0:
-            raise RuntimeError(
-                "internal error: kernel _match of the compiled radix core exceeded its step limit of the path's "
-                "length + 1 steps"
-            )
+            raise RuntimeError(_MATCH_LIMIT)
         rounds_left -= 1
         i, child, at = walk_step(tr, state, nodes, path, plen, node, matched, i)
         if child < 0:
@@ -246,10 +243,7 @@ def attach_leaf(tr, state, nodes, c, node, matched, end, key):
     rounds_left = tr.shape[1]  # up a root path: at most (trie nodes - 1) nodes below the root
     while u != 0 and tr[T_DEPTH, u] > matched:
         if rounds_left == 0:
-            raise RuntimeError(
-                "internal error: kernel attach_leaf of the compiled radix core exceeded its step limit of one step per "
-                "trie node"
-            )
+            raise RuntimeError(_ATTACH_LEAF_LIMIT)
         rounds_left -= 1
         state[S_KEPT, u] = tr[T_EDGE, u]
         if tr[T_DEPTH, tr[T_PARENT, u]] >= matched:
@@ -263,10 +257,7 @@ def first_key(tr, path, matched):
     for i in range(path.size):  # the path's end lies deeper than ``matched``: found within the buffer
         if tr[T_DEPTH, path[i]] > matched:
             return path[i]
-    raise RuntimeError(
-        "internal error: kernel first_key of the compiled radix core exceeded its step limit of the path "
-        "buffer's length"
-    )
+    raise RuntimeError(_FIRST_KEY_LIMIT)
 
 
 @njit(cache=True)
@@ -304,10 +295,7 @@ def cut_tail(tr, state, nodes, c, d1):
     rounds_left = tr.shape[1]  # up a root path: at most (trie nodes - 1) steps
     while tr[T_DEPTH, tr[T_PARENT, bottom]] >= d1:
         if rounds_left == 0:
-            raise RuntimeError(
-                "internal error: kernel cut_tail of the compiled radix core exceeded its step limit of one step per "
-                "trie node"
-            )
+            raise RuntimeError(_CUT_TAIL_LIMIT)
         rounds_left -= 1
         bottom = tr[T_PARENT, bottom]
     nodes[N_BOTTOM, c] = bottom
@@ -330,20 +318,16 @@ def _evict(tr, state, nodes, hp, sc, aside, tokens, need):
     rounds_left = sc[C_HEAP] + tokens + 1
     while tokens > 0:
         if rounds_left == 0:
-            raise RuntimeError(
-                "internal error: kernel _evict of the compiled radix core exceeded its step limit of heap entries + "
-                "tokens + 1 rounds"
-            )
+            raise RuntimeError(_EVICT_LIMIT)
         rounds_left -= 1
         if sc[C_HEAP] == 0:
             if freed >= need:
                 break
             raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
         s, c = hp[0, 0], hp[1, 0]
-        if nodes[N_ALIVE, c] == 0 or nodes[N_CHILDREN, c] > 0 or nodes[N_STAMP, c] != s:
-            heap_pop(hp[0], hp[1], sc)
-            continue
         heap_pop(hp[0], hp[1], sc)
+        if nodes[N_ALIVE, c] == 0 or nodes[N_CHILDREN, c] > 0 or nodes[N_STAMP, c] != s:
+            continue
         if nodes[N_LOCK, c] == clock:
             aside = set_aside(aside, n_aside, s, c)
             n_aside += 1
@@ -422,10 +406,7 @@ def cached_prefix_of(parent, kept, end):
     rounds_left = parent.size  # a root path: at most (trie nodes - 1) nodes below the root
     while v != 0:
         if rounds_left == 0:
-            raise RuntimeError(
-                "internal error: kernel cached_prefix_of of the compiled cores exceeded its step limit of one step "
-                "per trie node"
-            )
+            raise RuntimeError(_CACHED_PREFIX_OF_LIMIT)
         rounds_left -= 1
         total += kept[v]
         v = parent[v]
@@ -442,10 +423,8 @@ class CompiledRadix(KernelServed):
 
     _KEPT_ROW, _SIZE_CELL = S_KEPT, C_SIZE
 
-    def __init__(
-        self, rule: type, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> None:
-        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
+    def __init__(self, rule: type, trie: PrefixTrie, budget: int, **options) -> None:
+        super().__init__(trie, budget, **options)
         self.name = rule.name
         n = trie.n_nodes
         self._trie = trie_arrays(trie)

@@ -7,13 +7,8 @@ radix edge v with ``children[v]`` cached children, the candidates (cached, child
 sit in a pool in the per-edge class's order, and evictions are blocks of ``rng.integers(0, n,
 size=...)`` draws over the n candidates, cut just after the first draw that empties an edge. Paths are
 walked through the trie's parent array; all state is int64 / uint8 numpy arrays indexed by trie node:
-O(edges + queries) memory.
-
-One kernel, :func:`serve_batch`, serves one batch, and :func:`run_batches` a run of them: the whole run
-(``run_compiled``) is one call, and :class:`CompiledLeafSampler` (the object ``create`` returns, which the
-cluster simulation's workers use) calls it batch by batch. tests/policies/test_sampler_core.py compares
-both with the per-edge classes hit for hit. numba is a required dependency: there is no interpreted
-fallback.
+O(edges + queries) memory. The kernel: :func:`run_batches` (a batch: :func:`serve_batch`); its object:
+:class:`CompiledLeafSampler` (tests/policies/test_sampler_core.py compares it with the per-edge classes).
 """
 
 from __future__ import annotations
@@ -24,6 +19,15 @@ from numba import njit
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import KernelServed, kept_of_array
 from kvtheory.policies.compiled.radix import cached_prefix_of
+from kvtheory.policies.edge_cache import _MIN_BLOCK
+
+#: the step-limit errors of the kernels below (constants: numba raises them without building a string)
+_PER_DRAW = " of the compiled sampler core exceeded its step limit of 256 rejected draws"
+_PER_NODE = " of the compiled sampler core exceeded its step limit of one step per trie node"
+_PER_EVICTION = " of the compiled sampler core exceeded its step limit of tokens + marked edges + 1 rounds"
+_BOUNDED_DRAW_LIMIT = "internal error: kernel bounded_draw" + _PER_DRAW
+_SERVE_BATCH_NODE_LIMIT = "internal error: kernel serve_batch" + _PER_NODE
+_SERVE_BATCH_EVICT_LIMIT = "internal error: kernel serve_batch" + _PER_EVICTION
 
 # indices into the int64 ``counters`` array of a sampler's state
 _SIZE, _POOL, _MARKED, _STEP, _PHASES = 0, 1, 2, 3, 4
@@ -99,10 +103,7 @@ def bounded_draw(next_uint32, state, m):
         rounds_left = DRAW_ROUNDS
         while leftover < threshold:
             if rounds_left == 0:
-                raise RuntimeError(
-                    "internal error: kernel bounded_draw of the compiled sampler core exceeded its step limit of "
-                    "256 rejected draws"
-                )
+                raise RuntimeError(_BOUNDED_DRAW_LIMIT)
             rounds_left -= 1
             product = np.uint64(next_uint32(state)) * excl
             leftover = product & np.uint64(0xFFFFFFFF)
@@ -180,11 +181,7 @@ def serve_batch(
         rounds_left = n_nodes  # a root path: at most (trie nodes - 1) nodes below the root
         while v != 0:
             if rounds_left == 0:
-                raise RuntimeError(
-                    "internal error: kernel serve_batch of the compiled sampler core exceeded its "
-                    "step limit of one step "
-                    "per trie node"
-                )
+                raise RuntimeError(_SERVE_BATCH_NODE_LIMIT)
             rounds_left -= 1
             h += kept[v]
             if seen[v] != step:
@@ -214,10 +211,7 @@ def serve_batch(
         rounds_left = tokens + counters[_MARKED] + 1
         while tokens > 0:
             if rounds_left == 0:
-                raise RuntimeError(
-                    "internal error: kernel serve_batch of the compiled sampler core exceeded its step limit of tokens "
-                    "+ marked edges + 1 rounds"
-                )
+                raise RuntimeError(_SERVE_BATCH_EVICT_LIMIT)
             rounds_left -= 1
             if pool_size[0] == 0:
                 if marking and _new_phase(
@@ -304,21 +298,12 @@ class CompiledLeafSampler(KernelServed):
     randomized = True
     _SIZE_CELL = _SIZE
 
-    def __init__(
-        self,
-        policy: type,
-        trie: PrefixTrie,
-        budget: int,
-        *,
-        seed: int | None = None,
-        evict_amount: str = "shortfall",
-        min_block: int,
-    ) -> None:
-        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
+    def __init__(self, policy: type, trie: PrefixTrie, budget: int, *, min_block: int = _MIN_BLOCK, **options) -> None:
+        super().__init__(trie, budget, **options)
         self.name = policy.name
         self._marking = bool(policy.marking)
         self._min_block = int(min_block)
-        self._rng = np.random.default_rng(seed)  # kept alive: the kernel draws from its state
+        self._rng = np.random.default_rng(options.get("seed"))  # kept alive: the kernel draws from its state
         self._bits = bit_source(self._rng)
         self._state = SamplerState(trie)
         self._arrays = self._state.arrays()

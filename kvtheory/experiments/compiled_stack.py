@@ -1,0 +1,8 @@
+"""The one-pass traversal of :mod:`kvtheory.experiments.stack_mrc` compiled by numba: imported only by the runs
+that use it, so that numba's import cost is paid by those runs alone."""
+
+from numba import njit
+
+from kvtheory.experiments.stack_mrc import stack_traversal
+
+compiled_traversal = njit(cache=True)(stack_traversal)
