@@ -10,7 +10,9 @@ oracleGeneral binary trace of the same requests (object size 1, so its byte budg
 policy and FIF: the wall time and peak resident memory (VmHWM) of the whole ``kvtheory evict`` /
 ``kvtheory opt --solver fif`` process, numba's first-call compile included whenever its cache is cold
 (``--cold`` empties it first), and the misses. libCacheSim (``pip install -e .[bench]``) is timed the
-same way, as a whole process reading the binary trace; without it its entry says so. Each process is
+same way, as a whole process reading the binary trace, and inside that process its ``process_trace`` call
+alone (``processing_seconds``); without it its entry says so. ``--read oracle-general`` gives kvtheory the
+binary file libCacheSim reads instead of the JSON Lines one. Each process is
 timed in wall seconds and in CPU seconds (user + sys): on a shared machine the CPU figure is the stable one.
 """
 
@@ -30,12 +32,14 @@ from whole_process import measure as measure_process
 POLICIES = ["lru", "token-lru", "fifo", "rlt", "rlt-authors", "random-leaf", "lfu"]
 
 _LIBCACHESIM = (
-    "import sys, libcachesim as lcs\n"
+    "import sys, time, libcachesim as lcs\n"
     "reader = lcs.TraceReader(sys.argv[1], lcs.TraceType.ORACLE_GENERAL_TRACE)\n"
+    "wall, cpu = time.perf_counter(), time.process_time()\n"
     "ratio = lcs.LRU(int(sys.argv[2])).process_trace(reader)[0]\n"
+    "wall, cpu = time.perf_counter() - wall, time.process_time() - cpu\n"
     "status = open('/proc/self/status').read()\n"
     "peak = [line for line in status.splitlines() if line.startswith('VmHWM')][0].split()[1]\n"
-    "print(round(ratio * int(sys.argv[3])))\n"
+    "print(round(ratio * int(sys.argv[3])), wall, cpu)\n"
     "print(peak, file=sys.stderr)\n"
 )
 
@@ -63,7 +67,9 @@ def libcachesim_lru(binary: str, budget: int, requests: int, repeats: int) -> di
     except ImportError:
         return {"available": False, "note": "libcachesim is not installed: pip install -e .[bench]"}
     run = measure_process(_LIBCACHESIM, [binary, str(budget), str(requests)], repeats)
-    return {"available": True, "misses": int(run.stdout.split()[0]), **_figures(run)}
+    misses, wall, cpu = run.stdout.split()
+    inside = {"processing_seconds": float(wall), "processing_cpu_seconds": float(cpu)}
+    return {"available": True, "misses": int(misses), **_figures(run), **inside}
 
 
 def _figures(run: Measured) -> dict:
@@ -90,11 +96,14 @@ def clear_numba_cache() -> None:
                 os.remove(os.path.join(root, name))
 
 
-def measure(requests: int, pages: int, alpha: float, budget: int, repeats: int, policies: list[str]) -> dict:
-    """The flat-trace figures (see the module docstring)."""
+def measure(
+    requests: int, pages: int, alpha: float, budget: int, repeats: int, policies: list[str], read: str = "jsonl"
+) -> dict:
+    """The flat-trace figures (see the module docstring); kvtheory reads the trace as ``read`` (its JSON Lines
+    file, or the oracleGeneral binary libCacheSim reads)."""
     trace = zipf_pages(requests, pages, alpha, seed=0)
     report = {
-        "trace": {"requests": requests, "pages": pages, "alpha": alpha, "seed": 0},
+        "trace": {"requests": requests, "pages": pages, "alpha": alpha, "seed": 0, "kvtheory_reads": read},
         "budget": budget,
         "cores": os.cpu_count(),
         "policies": {},
@@ -106,12 +115,17 @@ def measure(requests: int, pages: int, alpha: float, budget: int, repeats: int, 
         reference_cpu = report["libcachesim_lru"].get("process_cpu_seconds")
         for name in policies:
             argv = ["opt", "--solver", "fif"] if name == "fif" else ["evict", "--policy", name]
-            entry = kvtheory_process([*argv, "--workload", jsonl, "--budget", str(budget), "--json"], repeats)
+            workload = jsonl if read == "jsonl" else binary
+            entry = kvtheory_process([*argv, "--workload", workload, "--budget", str(budget), "--json"], repeats)
             if reference:
                 entry["times_libcachesim_lru"] = entry["process_seconds"] / reference
                 entry["cpu_times_libcachesim_lru"] = entry["process_cpu_seconds"] / reference_cpu
             report["policies"][name] = entry
             print(f"{name}: {entry['process_seconds']:.2f}s {entry['process_peak_rss_mb']:.0f} MB", file=sys.stderr)
+    if "lru" in report["policies"] and "misses" in report["libcachesim_lru"]:
+        report["lru_misses_equal_libcachesim"] = (
+            report["policies"]["lru"]["misses"] == report["libcachesim_lru"]["misses"]
+        )
     return report
 
 
@@ -125,11 +139,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="runs per timing (median reported)")
     parser.add_argument("--policies", default=",".join(POLICIES + ["fif"]), help="comma-separated")
     parser.add_argument("--cold", action="store_true", help="empty numba's cache first (first-call compile timed)")
+    parser.add_argument(
+        "--read", choices=["jsonl", "oracle-general"], default="jsonl", help="the file kvtheory reads (default jsonl)"
+    )
     args = parser.parse_args()
     started = provenance()
     if args.cold:
         clear_numba_cache()
-    report = measure(args.requests, args.pages, args.alpha, args.budget, args.repeats, args.policies.split(","))
+    policies = args.policies.split(",")
+    report = measure(args.requests, args.pages, args.alpha, args.budget, args.repeats, policies, args.read)
     print(json.dumps({**report, "provenance": started}, indent=2))
 
 

@@ -15,7 +15,7 @@ from kvtheory.model.predictions import predict
 from kvtheory.model.workload import Workload
 from kvtheory.policies import PREDICTIVE_POLICIES, EvictionPolicy, policy_class
 from kvtheory.policies.base import KernelServed
-from kvtheory.policies.dispatch import compiled_hits, told_object
+from kvtheory.policies.dispatch import compiled_hits, streamed_hits, told_object
 from kvtheory.policies.ledger import built_in, served_checked
 
 
@@ -38,6 +38,7 @@ class RunResult:
     seed: int | None = None
     evict_amount: str = "shortfall"
     block_size: int = 1
+    #: every query's hits; None for a run streamed over a flat trace (:func:`~kvtheory.policies.dispatch.streamed_hits`)
     query_hits: np.ndarray = field(default=None, repr=False, compare=False)
     #: for a policy that follows predictions: the predictor, its noise strength and the error eta
     #: (:mod:`kvtheory.model.predictions`); None otherwise, and then left out of :meth:`to_dict`
@@ -86,20 +87,22 @@ def result_of(
     name: str,
     batch: int,
     seed,
-    hits: np.ndarray,
+    hits: np.ndarray | int,
     *,
     evict_amount: str = "shortfall",
     block_size: int = 1,
 ) -> RunResult:
-    """The RunResult of a run whose per-query hits (in tokens) are ``hits``, with blocks of ``block_size`` tokens."""
-    total_hits = int(hits.sum())
+    """The RunResult of a run whose per-query hits (in tokens) are ``hits``, with blocks of ``block_size`` tokens;
+    ``hits`` may be the total alone (a streamed run, :func:`~kvtheory.policies.dispatch.streamed_hits`), and
+    ``query_hits`` is then None."""
+    total_hits = int(hits.sum()) if isinstance(hits, np.ndarray) else int(hits)
     tokens = workload.total_tokens
     b = block_size
     return RunResult(
         policy=name,
         budget=budget,
         batch=batch,
-        k=slack(budget // b, int((workload.lengths // b).max()), batch),
+        k=slack(budget // b, workload.max_length // b, batch),
         queries=len(workload),
         tokens=tokens,
         hits=total_hits,
@@ -108,7 +111,7 @@ def result_of(
         seed=seed,
         evict_amount=evict_amount,
         block_size=b,
-        query_hits=hits,
+        query_hits=hits if isinstance(hits, np.ndarray) else None,
     )
 
 
@@ -168,6 +171,9 @@ def run_policy(
         told = (predictor, noise, backend)
         return _run_with_predictions(workload, budget, cls, batch, seed, evict_amount, checked, *told)
     if not checked:
+        total = streamed_hits(cls, workload, budget, batch, evict_amount, backend, seed)
+        if total is not None:
+            return result_of(workload, budget, cls.name, batch, seed, total, evict_amount=evict_amount)
         hits = compiled_hits(cls, workload.trie, budget, batch, seed, evict_amount, backend)
         if hits is not None:
             return result_of(workload, budget, cls.name, batch, seed, hits, evict_amount=evict_amount)

@@ -11,7 +11,8 @@ paths a user's run takes (:func:`~kvtheory.simulate.run_policy` with ``backend="
 object the cluster serves, :func:`~kvtheory.optimum.fif.run_fif`,
 :func:`~kvtheory.experiments.stack_mrc.stack_hits`), on tiny workloads of each shape the dispatcher tells apart:
 a flat trie of one-token queries, a flat trie of longer queries and a branching trie, at batch sizes 1 and 2,
-both eviction amounts and block sizes 1 and 2 (:data:`SETTINGS`). Whatever types those paths hand the kernels
+both eviction amounts and block sizes 1 and 2 (:data:`SETTINGS`), and the one-token queries read from an
+oracleGeneral file (the streamed engines). Whatever types those paths hand the kernels
 are the ones compiled.
 ``tests/repository/test_install_warmup.py`` checks that every kernel was run and that a later process running
 the policies compiles nothing.
@@ -74,6 +75,29 @@ def _policy_runs(workload, budget: int, batch: int, evict_amount: str, block_siz
     return failures
 
 
+def _streamed_runs(run_fif) -> list[str]:
+    """The streamed engines of flat traces (:mod:`kvtheory.policies.compiled.flat_stream`,
+    :mod:`kvtheory.optimum.flat_fif`): the one-token workload written as an oracleGeneral file and read back,
+    every policy and FIF at batch size 1. The failures, as :func:`_policy_runs` gives them."""
+    import os
+    import tempfile
+
+    import numpy as np
+
+    from kvtheory.model.traces.flat import ORACLE_GENERAL, read_oracle_general
+
+    token_lists = WORKLOADS[0]
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "flat.oracleGeneral")
+        rows = np.zeros(len(token_lists), dtype=ORACLE_GENERAL)
+        rows["id"] = [tokens[0] for tokens in token_lists]
+        rows.tofile(path)
+        workload = read_oracle_general(path)
+        failures = _policy_runs(workload, _budget(token_lists, 1, 1), 1, "shortfall", 1)
+        run_fif(workload, _budget(token_lists, 1, 1), backend="compiled")
+    return failures
+
+
 def _rls_steps() -> None:
     """lbgr-full's compiled prediction and RLS step, on the arrays and floats its router passes them
     (:class:`~kvtheory.cluster.routers.lbgr_calibrated.LBGRFull`: weights M x 5, covariances M x 25)."""
@@ -101,6 +125,7 @@ def warm_up() -> None:
             budget = _budget(token_lists, batch, block_size)
             failures += _policy_runs(workload, budget, batch, evict_amount, block_size)
         run_fif(workload, _budget(token_lists, batch, 1), batch=batch, backend="compiled")
+    failures += _streamed_runs(run_fif)
     for whole_node in (True, False):  # the miss-ratio curves of lru and token-lru in one pass
         stack_hits(Workload.from_token_lists(WORKLOADS[0]).trie, [1, 2], whole_node=whole_node)
     _rls_steps()

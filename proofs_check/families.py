@@ -12,6 +12,9 @@
 * :func:`multiplicity_tie`: three batches of three queries where, among tokens next requested in the same batch,
   the deeper one is shared by fewer of its queries: evicting by depth alone (FIF's batch-1 rule, blind-oracle
   with true predictions) pays 17 where the optimum pays 16 (docs/optima.md §Batch size >= 2: FIF is not optimal).
+* :func:`multiplicity_tie_paging`: the same on paging, batches of two one-token queries at B = 3: among the two
+  cached pages, the one needed sooner by one query and the one needed later by two; evicting the later one (FIF's
+  rule, blind-oracle with true predictions) pays 6 where the optimum pays 5.
 * :func:`graham_tight`: M(M-1) one-token queries, then one of M tokens (a_cached = a_miss = 1): greedy
   list scheduling ends at 2M - 1 against the optimum M, Graham's bound 2 - 1/M exactly.
 * :func:`hot_prefix`: n queries sharing one prefix of P tokens, distinct suffixes (claim 9, affinity).
@@ -96,6 +99,11 @@ def multiplicity_tie() -> Instance:
     shared = [[1, 2, 3, 4], [1, 2, 3, 5], [6, 7]]
     workload = Workload.from_token_lists([*shared, [9], [10], [11], *shared])
     return Instance(workload, 7, 3, origin="multiplicity-tie B=7 beta=3")
+
+
+def multiplicity_tie_paging() -> Instance:
+    workload = Workload.from_token_lists([[0], [1], [2], [3], [0], [2], [1], [1]])
+    return Instance(workload, 3, 2, origin="multiplicity-tie paging B=3 beta=2")
 
 
 def graham_tight(*, M: int = 3) -> Instance:

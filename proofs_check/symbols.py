@@ -2,7 +2,8 @@
 
 B budget (tokens), L = L_max (longest query), beta batch size, k = B - beta*L_max + 1 the slack,
 M workers, rho the hit benefit of a routing instance (docs/claims.md §C9b: the largest factor by which a full
-hit shrinks a query's service time), n the length of a request sequence, OPT the optimum's cost.
+hit shrinks a query's service time), n the length of a request sequence, OPT the optimum's cost, eta the error of
+the predictions a policy is told (docs/predictions.md §Requests and predictions; smoothness bounds depend on it).
 Bounds are sympy expressions in these symbols; they are evaluated exactly (harmonic numbers are
 rationals), so no floating-point tolerance can hide a violation.
 """
@@ -21,12 +22,13 @@ M = sp.Symbol("M", integer=True, positive=True)
 rho = sp.Symbol("rho", positive=True)
 n = sp.Symbol("n", integer=True, positive=True)
 OPT = sp.Symbol("OPT", nonnegative=True)
+eta = sp.Symbol("eta", nonnegative=True)
 H = sp.harmonic
 
 #: The slack of docs/model.md §The slack k as an expression: k = B - beta*L_max + 1 (beta = 1: B - L_max + 1).
 SLACK = B - beta * L + 1
 
-SYMBOLS = {s.name: s for s in (B, L, beta, k, M, rho, n, OPT)}
+SYMBOLS = {s.name: s for s in (B, L, beta, k, M, rho, n, OPT, eta)}
 
 
 class UndefinedBound(ValueError):

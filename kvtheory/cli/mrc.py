@@ -90,13 +90,13 @@ def _budgets(args) -> list[int]:
 
 def _plot_options(args) -> dict:
     """Check the plot's options before any work; the cost model's KV bytes per token for --gpu/--model."""
-    from kvtheory.experiments.plot import figure_format
-
     given = [flag for flag, value in (("--y", args.y), ("--gpu", args.gpu), ("--model", args.model)) if value]
     if not args.plot:
         if given:
             raise InputError(f"{given[0]} applies to the plot: give --plot FIG.png too")
         return {}
+    from kvtheory.experiments.plot import figure_format
+
     figure_format(args.plot)
     if bool(args.gpu) != bool(args.model):
         raise InputError("--gpu and --model go together (the GiB axis needs both)")
@@ -113,7 +113,7 @@ def _plot_options(args) -> dict:
 
 
 def run(args) -> int:
-    from kvtheory.experiments.mrc import miss_ratio_curve, plot_mrc
+    from kvtheory.experiments.mrc import miss_ratio_curve
 
     budgets = _budgets(args)
     policies = told_all(list(dict.fromkeys(_names(args.policies, "--policies"))), args)
@@ -133,6 +133,8 @@ def run(args) -> int:
         method=args.method,
     )
     if args.plot:
+        from kvtheory.experiments.plot import plot_mrc  # matplotlib's figure code, for a plot alone
+
         plot_mrc(result, args.plot, y=args.y or "miss-ratio", workload=args.workload, batch=args.batch,
                  seeds=args.seeds, **hardware)  # fmt: skip
     if args.json:

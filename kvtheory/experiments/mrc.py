@@ -18,18 +18,18 @@ policy on this workload, else ``per-budget`` (one task per budget, on the execut
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
 from kvtheory.errors import InputError
 from kvtheory.experiments.executors import make_executor
 from kvtheory.experiments.stack_mrc import one_pass_blocker, stack_hits
-from kvtheory.experiments.sweep import progress_bar
 from kvtheory.model.batches import validate
 from kvtheory.model.blocks import block_budget, block_workload
 from kvtheory.model.workload import Workload
-from kvtheory.optimum.exact import solve_optimum
 from kvtheory.optimum.fif import run_fif
 from kvtheory.policies import policy_class
 from kvtheory.policies.base import check_evict_amount
@@ -79,6 +79,8 @@ def _cell(task: tuple) -> tuple[int, str, float, float, tuple[str, str] | list[i
         if batch == 1:
             misses, status, solver = run_fif(workload, budget, backend=backend).misses, "optimal", "fif"
         else:
+            from kvtheory.optimum.exact import solve_optimum  # the MIP's imports, for the batched runs alone
+
             result = solve_optimum(workload, budget, batch=batch, time_limit=time_limit)
             misses, status, solver = result.misses, result.status, result.solver
         return index, policy, misses, 1 - misses / workload.total_tokens, (status, solver)
@@ -205,11 +207,12 @@ def miss_ratio_curve(
     tokens = workload.total_tokens
     methods = curve_methods(served, policies, method, batch, evict_amount)
     # the engine of every run and traversal: the whole curve's (dispatch.job_backend), not one run's; the hits are
-    # the same on either, and a curve long enough to repay loading numba loads it once for all of them
-    runs = len(budgets) * sum(
-        seeds if name not in OPT_NAMES and policy_class(name).randomized else 1 for name in policies
-    )
-    backend = job_backend("auto", runs * len(workload), runs * tokens)
+    # the same on either, and a curve long enough to repay loading numba loads it once for all of them. Its size is
+    # what the engines step through: the block-level workload (B / b slots), once per run or one-pass traversal.
+    randomized = {name for name in policies if name not in OPT_NAMES and policy_class(name).randomized}
+    runs = sum(1 if methods[n] == "one-pass" else len(budgets) * (seeds if n in randomized else 1) for n in policies)
+    stepped = workload if served is None else served
+    backend = job_backend("auto", runs * len(stepped), runs * stepped.total_tokens)
     misses: dict[str, list] = {name: [None] * len(budgets) for name in policies}
     hit_rate: dict[str, list] = {name: [None] * len(budgets) for name in policies}
     for name in policies:
@@ -227,8 +230,7 @@ def miss_ratio_curve(
                 status[index], solvers[index] = "optimal", "fif"
                 continue
             engine = name not in OPT_NAMES and policy_class(name).block_engine
-            randomized = name not in OPT_NAMES and policy_class(name).randomized
-            seeds_here = range(seeds if randomized else 1)
+            seeds_here = range(seeds if name in randomized else 1)
             common = (name, batch, seeds_here, time_limit, evict_amount)
             if engine:  # it handles blocks itself: the token workload, in tokens
                 tasks.append(((workload, index, budget, *common, block_size), None))
@@ -269,22 +271,33 @@ def _run_cells(tasks: list, tokens: int, executor: str, workers: int | None, pro
     if not tasks:
         return
     if executor == "local" and (workers in (None, 1) or len(tasks) == 1):
-        with progress_bar(len(tasks), 0, progress) as bar:
+        with _progress(len(tasks), progress) as done:
             for task, convert in tasks:
                 yield _in_tokens(_cell(task), convert, tokens)
-                bar.update(1)
+                done()
         return
     runner = make_executor(executor, workers=workers)
     try:
-        with progress_bar(len(tasks), 0, progress) as bar:
+        with _progress(len(tasks), progress) as done:
             futures = {runner.submit(_cell, task, f"mrc-{task[1]}-{task[3]}"): convert for task, convert in tasks}
             for future in runner.as_completed(list(futures)):
                 yield _in_tokens(future.result(), futures[future], tokens)
-                bar.update(1)
+                done()
     finally:
         runner.close()
 
 
-from kvtheory.experiments.plot import plot_mrc  # noqa: E402  (the figure, in the one figure style)
+@contextmanager
+def _progress(total: int, progress: bool | None):
+    """A function to call per finished task: it advances the sweeps' progress bar over ``total`` tasks when one is
+    shown (``progress``; by default when stderr is a terminal), else does nothing, tqdm then never imported."""
+    if not (sys.stderr.isatty() if progress is None else progress):
+        yield lambda: None
+        return
+    from kvtheory.experiments.sweep import progress_bar
 
-__all__ = ["METHODS", "OPT", "OPT_NAMES", "budget_range", "curve_methods", "miss_ratio_curve", "plot_mrc"]
+    with progress_bar(total, 0, True) as bar:
+        yield lambda: bar.update(1)
+
+
+__all__ = ["METHODS", "OPT", "OPT_NAMES", "budget_range", "curve_methods", "miss_ratio_curve"]

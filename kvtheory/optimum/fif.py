@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from kvtheory.model.batches import batches, validate
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.model.workload import Workload
-from kvtheory.policies.dispatch import check_backend, long_enough
+from kvtheory.policies.dispatch import check_backend, flat_stream, long_enough
 from kvtheory.policies.furthest import FurthestKeyCache
 from kvtheory.simulate import RunResult, drive, result_of, run_in_blocks
 
@@ -102,6 +102,11 @@ def run_fif(
     if check_backend(backend) == "python" or (backend == "auto" and not long_enough(len(workload))):
         fif = FurthestInFuture(workload.trie, budget, batches(len(workload), batch))
         return drive(workload, budget, fif, "fif", batch, None)
+    columns = flat_stream(workload, batch)
+    if columns is not None:  # a flat trace at batch size 1: streamed, the same hits (kvtheory.optimum.flat_fif)
+        from kvtheory.optimum.flat_fif import stream_fif
+
+        return result_of(workload, budget, "fif", batch, None, stream_fif(columns, budget)[0])
     from kvtheory.optimum.compiled_fif import run_compiled_fif  # numba, imported by the runs that use it
 
     return result_of(workload, budget, "fif", batch, None, run_compiled_fif(workload.trie, budget, batch)[0])

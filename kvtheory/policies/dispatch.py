@@ -12,6 +12,11 @@ The choice comes from an explicit ``backend`` and the run's size, never from wha
 A job of many runs in one process (a sweep's cells) resolves "auto" once for the whole job
 (:func:`job_backend`): numba is loaded once per process, so a long job repays it however short its runs.
 
+A run over an oracleGeneral file at batch size 1 whose policy has a streamed core (the radix policies, LFU-leaf,
+RLT, random-leaf) takes that core when the compiled one is chosen (:func:`streamed_hits`): the file is read chunk
+by chunk, in O(distinct objects) memory, and the run's per-query hits are not kept; FIF takes its streamed core
+on such a file too (:func:`flat_stream`, :mod:`kvtheory.optimum.flat_fif`).
+
 A policy class offers its compiled core through two class methods, both None where it has none:
 ``compiled_object`` (an object served batch by batch, for the cluster) and ``run_compiled`` (every query's
 hits in one call).
@@ -64,9 +69,61 @@ def job_backend(backend: str, queries: int, tokens: int = 0) -> str:
 
 def wants_compiled(cls, trie, backend: str) -> bool:
     """Whether ``backend`` asks for ``cls``'s compiled core on a run over ``trie``."""
+    return _wants(cls, len(trie.end), trie.sequence_tokens, backend)
+
+
+def _wants(cls, queries: int, tokens: int, backend: str) -> bool:
     if check_backend(backend) != "auto":
         return backend in ("compiled", PREFER_COMPILED)
-    return long_enough(len(trie.end), trie.sequence_tokens, cls.compiled_min_tokens)
+    return long_enough(queries, tokens, cls.compiled_min_tokens)
+
+
+def flat_stream(workload, batch: int):
+    """The flat trace a run streams, chunk by chunk in O(distinct objects) memory
+    (:mod:`kvtheory.policies.compiled.flat_stream`), or None: the workload's columns when they are an oracleGeneral
+    file read lazily (:class:`~kvtheory.model.traces.flat.OracleGeneralColumns`) and the batch size is 1."""
+    from kvtheory.model.traces.flat import OracleGeneralColumns
+
+    columns = workload.queries
+    return columns if isinstance(columns, OracleGeneralColumns) and batch == 1 else None
+
+
+def _stream_kind(cls) -> str | None:
+    """Which streamed core reproduces ``cls``'s compiled run on a flat trace at batch size 1: "radix" for a radix
+    policy (L-LRU, token-LRU, FIFO-leaf: one-token edges are whole leaves), "lfu" for LFU-leaf, "sampler" for
+    RLT and random-leaf (:mod:`kvtheory.policies.compiled.flat_sampler`), provided the class itself opted in to
+    its compiled core and keeps its family's ``run_compiled`` and ``core_class``; else None."""
+    from kvtheory.policies.edge_cache import LeafTokenSampler
+    from kvtheory.policies.lfu import LeafLFU
+    from kvtheory.policies.radix import RadixPolicy
+
+    if not cls.__dict__.get("compiled_core", False):
+        return None
+    for family, kind in ((RadixPolicy, "radix"), (LeafLFU, "lfu"), (LeafTokenSampler, "sampler")):
+        same_core = cls.run_compiled.__func__ is family.run_compiled.__func__ and cls.core_class == family.core_class
+        if issubclass(cls, family) and same_core:
+            return kind
+    return None
+
+
+def streamed_hits(cls, workload, budget: int, batch: int, evict_amount: str = "shortfall", backend="auto", seed=None):
+    """The total hits of ``cls``'s run streamed over its flat trace (:func:`flat_stream`) when ``backend``
+    chooses the compiled core, the eviction amount is the shortfall and ``cls`` has a streamed core; else None
+    (the run then takes :func:`compiled_hits` or the per-edge class). The same hits as the compiled core on
+    the whole trie from the same ``seed`` (tests/policies/test_flat_stream.py, test_flat_sampler.py)."""
+    columns = flat_stream(workload, batch)
+    if columns is None or evict_amount != "shortfall" or not _wants(cls, len(columns), len(columns), backend):
+        return None
+    kind = _stream_kind(cls)
+    if kind is None:
+        return None
+    if kind == "sampler":
+        from kvtheory.policies.compiled.flat_sampler import stream_sampler
+
+        return stream_sampler(columns.id_chunks(), budget, marking=cls.marking, seed=seed)[0]
+    from kvtheory.policies.compiled.flat_stream import stream_run
+
+    return stream_run(columns.id_chunks(), budget, kind, refresh=getattr(cls, "refresh_on_hit", True))[0]
 
 
 def _no_core(cls, evict_amount: str) -> InputError:

@@ -84,9 +84,11 @@ class EdgeCache(EvictionPolicy):
 class LeafTokenSampler(EdgeCache):
     """Evict uniformly random leaf tokens among the *candidates*: cached leaves that are not marked.
 
-    Subclasses decide what is marked. One token at a time, the rule picks a candidate edge uniformly
-    (each holds one leaf token) and removes its last token; an emptied edge may make its parent a
-    candidate. Instead of a Python step per token, draws are taken in blocks of i.i.d. uniform choices
+    Every edge of a served query is marked; ``marking`` (data of the rule) decides how long: with it (RLT)
+    marks stay until no candidate is left, when a new phase unmarks every edge off the batch's paths;
+    without it (random-leaf) they go when the batch is served. One token at a time, the rule picks a
+    candidate edge uniformly (each holds one leaf token) and removes its last token; an emptied edge may
+    make its parent a candidate. Instead of a Python step per token, draws are taken in blocks of i.i.d. uniform choices
     over the current candidates and cut just after the first draw that empties an edge (the first
     moment the candidate set changes), which is the same distribution as drawing one at a time.
     """
@@ -103,6 +105,8 @@ class LeafTokenSampler(EdgeCache):
         self._pool = np.zeros(n, dtype=np.int64)
         self._slot = [-1] * n
         self._pool_size = 0
+        self._marked_nodes: set[int] = set()  # with marking: the marked edges
+        self.phases = 1
 
     def _batch_edges(self, paths: Sequence[Sequence[int]]) -> list[int]:
         """The batch's edges in ascending ids: the pool's order is reproducible."""
@@ -111,6 +115,11 @@ class LeafTokenSampler(EdgeCache):
     def _before_batch(self, paths: Sequence[Sequence[int]], on_paths: Collection[int]) -> None:
         for v in on_paths:
             self._mark(v)
+
+    def _after_batch(self, paths: Sequence[Sequence[int]], on_paths: Collection[int]) -> None:
+        if not self.marking:
+            for v in on_paths:
+                self._unmark(v)
 
     #: "auto" runs the compiled core from this many tokens in all (kvtheory.policies.dispatch)
     compiled_min_tokens = CORE_MIN_TOKENS
@@ -139,6 +148,8 @@ class LeafTokenSampler(EdgeCache):
     def _mark(self, v: int) -> None:
         self._marked[v] = 1
         self._leave_pool(v)
+        if self.marking:
+            self._marked_nodes.add(v)
 
     def _unmark(self, v: int) -> None:
         self._marked[v] = 0
@@ -161,8 +172,17 @@ class LeafTokenSampler(EdgeCache):
             self._slot[v] = -1
 
     def _no_candidates(self, on_paths: Collection[int]) -> bool:
-        """Hook run when room is needed but no candidate is left: True if it made new candidates."""
-        return False
+        """Run when room is needed but no candidate is left: with marking, a new phase, unless every marked edge
+        is on the batch's paths (then there is nothing to unmark). True if it made new candidates."""
+        survivors = self._marked_nodes & set(on_paths)
+        cleared = self._marked_nodes - survivors
+        if not cleared:
+            return False
+        self.phases += 1
+        self._marked_nodes = survivors
+        for v in sorted(cleared):  # ascending ids: the pool's order is reproducible
+            self._unmark(v)
+        return True
 
     def _evict(self, tokens: int, overflow: int, on_paths: Collection[int]) -> None:
         """Evict ``tokens`` leaf tokens, block by block (see the class docstring), stopping early only when

@@ -30,9 +30,12 @@ from kvtheory.policies.predicted_marking import PredictedMarking
 
 @register_predictive_policy
 class Guard(PredictedMarking):
-    """Guard around blind-oracle on the prefix tree (module docstring); ``predictions`` is required."""
+    """Guard around blind-oracle on the prefix tree (module docstring); ``predictions`` is required. Its compiled
+    core (``compiled_told``, the same hits and draws): :class:`~kvtheory.policies.compiled.marking.CompiledGuard`."""
 
     name = "guard"
+    compiled_core = True
+    core_class = "marking:CompiledGuard"
 
     def __init__(
         self, trie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall", predictions=None

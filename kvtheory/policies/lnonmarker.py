@@ -41,9 +41,12 @@ def robust_stand_in(k: int) -> float:
 
 @register_predictive_policy
 class LNonMarker(PredictedMarking):
-    """Rohatgi's LNonMarker on the prefix tree (module docstring); ``predictions`` is required."""
+    """Rohatgi's LNonMarker on the prefix tree (module docstring); ``predictions`` is required. Its compiled core
+    (``compiled_told``, the same hits and draws): :class:`~kvtheory.policies.compiled.marking.CompiledLNonMarker`."""
 
     name = "lnonmarker"
+    compiled_core = True
+    core_class = "marking:CompiledLNonMarker"
 
     def __init__(
         self, trie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall", predictions=None

@@ -17,13 +17,16 @@ keys, the batch's requests and the tokens evicted in the current phase, on the p
   new phase starts.
 - **k** is the slack at batch size 1, B - L_max + 1 (L_max the longest query of the workload), at least 1.
 
-A subclass gives the rule: :meth:`_choose` (the leaf edge whose last token goes, for one cause) and, if it
+The start state (predictions, generator, keys, marks, candidates, k, phases) and the opt-in compiled core
+(``compiled_told``) are :class:`MarkingWithPredictions`, which predictive-marker starts from too. A subclass gives
+the rule: :meth:`_choose` (the leaf edge whose last token goes, for one cause) and, if it
 needs them, :meth:`_batch_started` (before the batch's marks), :meth:`_requested` (the batch's requests, before
 its evictions) and :meth:`_phase_started`.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -33,10 +36,15 @@ from kvtheory.policies.edge_cache import EdgeCache
 from kvtheory.policies.predicted import FollowsPredictions
 
 
-class PredictedMarking(FollowsPredictions, EdgeCache):
-    """RLT's marking with blind-oracle's keys; a subclass chooses each evicted leaf (module docstring)."""
+class MarkingWithPredictions(FollowsPredictions, EdgeCache):
+    """The state predictive-marker, lnonmarker and guard start from: the predictions, a seeded generator, the
+    step, each edge's key (+inf until requested), RLT's marks (flags and the set of marked edges), the candidates,
+    k = max(1, B - L_max + 1) and the phases (1); and the compiled core each rule may opt in to."""
 
     randomized = True
+    #: "auto" runs the compiled core from this many tokens in all (kvtheory.policies.dispatch): about what loading
+    #: numba and the core costs (about 0.55 s) in per-edge (predictive-marker) or per-token (the others) steps
+    compiled_min_tokens = 50_000
 
     def __init__(
         self, trie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall", predictions=None
@@ -49,13 +57,34 @@ class PredictedMarking(FollowsPredictions, EdgeCache):
         self._key = [float("inf")] * n
         self._marked = bytearray(n)
         self._marked_edges: set[int] = set()
-        self._leaves: set[int] = set()  # cached edges without a cached child
-        self._candidates: set[int] = set()  # the unmarked ones among them
-        #: (edge, position on it) of each token evicted in this phase -> what the rule attached to it
-        self._evicted: dict[tuple[int, int], int] = {}
+        self._candidates: set[int] = set()
         longest = max((trie.depth[end] for end in trie.end), default=1)
         self.k = max(1, budget - longest + 1)
         self.phases = 1
+
+    @classmethod
+    def compiled_told(cls, trie, budget: int, predictions, *, seed: int | None = None, evict_amount: str = "shortfall"):
+        """The compiled core (``core_class``) told ``predictions``, the same hits and draws from the same seed,
+        where the rule opted in (``compiled_core`` on the class itself, or on the class a predictor is bound to:
+        binding changes no rule); None otherwise. numba is imported by the runs that use a core alone."""
+        rule = cls if cls.predictor is None else cls.__base__
+        if not rule.__dict__.get("compiled_core", False):
+            return None
+        module, name = rule.core_class.split(":")
+        core = getattr(importlib.import_module(f"kvtheory.policies.compiled.{module}"), name)
+        return core(cls, trie, budget, seed=seed, evict_amount=evict_amount, predictions=predictions)
+
+
+class PredictedMarking(MarkingWithPredictions):
+    """RLT's marking with blind-oracle's keys; a subclass chooses each evicted leaf (module docstring)."""
+
+    def __init__(
+        self, trie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall", predictions=None
+    ) -> None:
+        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount, predictions=predictions)
+        self._leaves: set[int] = set()  # cached edges without a cached child
+        #: (edge, position on it) of each token evicted in this phase -> what the rule attached to it
+        self._evicted: dict[tuple[int, int], int] = {}
         self.phase_tokens = 0
 
     def serve(self, batch: Sequence[int]) -> list[int]:

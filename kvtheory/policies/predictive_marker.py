@@ -34,8 +34,7 @@ import numpy as np
 
 from kvtheory.policies import register_predictive_policy
 from kvtheory.policies.blind_oracle import tree_keys
-from kvtheory.policies.edge_cache import EdgeCache
-from kvtheory.policies.predicted import FollowsPredictions
+from kvtheory.policies.predicted_marking import MarkingWithPredictions
 
 _MIN_BLOCK = 64
 
@@ -63,50 +62,23 @@ def first_emptying(draws: np.ndarray, caps: np.ndarray) -> tuple[int, np.ndarray
 
 
 @register_predictive_policy
-class PredictiveMarker(FollowsPredictions, EdgeCache):
-    """Marking with predicted evictions, random past H_k on a chain; ``predictions`` is required."""
+class PredictiveMarker(MarkingWithPredictions):
+    """Marking with predicted evictions, random past H_k on a chain; ``predictions`` is required. Its compiled
+    core (``compiled_told``): :class:`~kvtheory.policies.compiled.predictive.CompiledPredictiveMarker`."""
 
     name = "predictive-marker"
-    randomized = True
     compiled_core = True
     core_class = "predictive:CompiledPredictiveMarker"
-    #: "auto" runs the compiled core from this many tokens in all (kvtheory.policies.dispatch): the per-edge engine
-    #: takes a Python step (about 10 us) per evicted token where candidates of one key go round-robin, so that
-    #: about this many tokens cost what loading numba and the core does (about 0.55 s)
-    compiled_min_tokens = 50_000
 
     def __init__(
         self, trie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall", predictions=None
     ) -> None:
-        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount)
-        n = trie.n_nodes
-        self._predictions = self.required(predictions)
-        self._rng = np.random.default_rng(seed)
-        self._step = 0
-        self._key = [float("inf")] * n
-        self._marked = bytearray(n)
-        self._marked_edges: set[int] = set()
-        self._candidates: set[int] = set()
+        super().__init__(trie, budget, seed=seed, evict_amount=evict_amount, predictions=predictions)
         self._heap: list[tuple[float, int, int, int]] = []  # (-key, -depth, -edge, version) of the candidates
-        self._version = [0] * n
+        self._version = [0] * trie.n_nodes
         #: edge -> runs [lo, hi, chain length] of the positions of its tokens evicted in this phase
         self._chains: dict[int, list[list[int]]] = {}
-        longest = max((trie.depth[end] for end in trie.end), default=1)
-        self.threshold = harmonic(max(1, budget - longest + 1))
-        self.phases = 1
-
-    @classmethod
-    def compiled_told(cls, trie, budget: int, predictions, *, seed: int | None = None, evict_amount: str = "shortfall"):
-        """The compiled core (:class:`~kvtheory.policies.compiled.predictive.CompiledPredictiveMarker`) told
-        ``predictions``, the same hits and draws from the same seed, where the rule opted in (``compiled_core`` on
-        the class itself, or on the class a predictor is bound to: binding changes no rule); None otherwise."""
-        rule = cls if cls.predictor is None else cls.__base__
-        if not rule.__dict__.get("compiled_core", False):
-            return None
-        from kvtheory.policies.compiled.predictive import CompiledPredictiveMarker  # numba, for the runs that use it
-
-        options = {"seed": seed, "evict_amount": evict_amount, "predictions": predictions}
-        return CompiledPredictiveMarker(cls, trie, budget, **options)
+        self.threshold = harmonic(self.k)
 
     def serve(self, batch: Sequence[int]) -> list[int]:
         trie, kept, edge_len = self.trie, self._kept, self.trie.edge_len

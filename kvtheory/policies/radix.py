@@ -19,12 +19,14 @@ from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import EvictionPolicy, flat_trie_arrays, union_misses
 
 
-class _Node:
-    __slots__ = ("parent", "children", "d0", "d1", "bottom", "key", "stamp", "cid", "alive")
+class Node:
+    """A node of a radix tree of runs of tokens (this module's, and rlt-authors' with its mark)."""
 
-    def __init__(self, parent, d0, d1, bottom, key, stamp, cid):
+    __slots__ = ("parent", "children", "d0", "d1", "bottom", "key", "stamp", "cid", "alive", "marked")
+
+    def __init__(self, parent, d0: int, d1: int, bottom: int, key: int, stamp: int = -1, cid: int = -1) -> None:
         self.parent = parent
-        self.children: dict[int, _Node] = {}
+        self.children: dict[int, Node] = {}
         self.d0 = d0
         self.d1 = d1
         self.bottom = bottom
@@ -32,17 +34,7 @@ class _Node:
         self.stamp = stamp
         self.cid = cid
         self.alive = True
-
-
-def put_above(trie: PrefixTrie, head, child) -> None:
-    """Link the new node ``head`` (covering ``child``'s tokens down to trie node ``head.bottom``, strictly
-    inside ``child``) in ``child``'s place, with ``child`` left as its only child, keyed by the trie node
-    whose edge holds ``child``'s first token now. Nodes are any objects with ``parent``, ``children``,
-    ``key``, ``bottom``, ``d0`` and ``d1`` (this tree's and :mod:`kvtheory.policies.rlt_authors`')."""
-    child.parent.children[child.key] = head
-    tail_key = trie.edge_holding(child.bottom, head.d1 + 1)
-    child.parent, child.key, child.d0 = head, tail_key, head.d1
-    head.children[tail_key] = child
+        self.marked = False
 
 
 def live_nodes(root) -> list:
@@ -53,21 +45,6 @@ def live_nodes(root) -> list:
         stack.extend(node.children.values())
         nodes.append(node)
     return nodes
-
-
-def kept_of_nodes(trie: PrefixTrie, root) -> dict[int, int]:
-    """:meth:`EvictionPolicy.kept` of the radix tree below ``root``: a node's tokens are the depths (d0, d1] on
-    the root path of trie node ``bottom``, which it shares out among the trie edges they lie on."""
-    depth, parent = trie.depth, trie.parent
-    kept: dict[int, int] = {}
-    for node in live_nodes(root):
-        v = node.bottom
-        while v and depth[v] > node.d0:
-            overlap = min(depth[v], node.d1) - max(depth[parent[v]], node.d0)
-            if overlap > 0:
-                kept[v] = kept.get(v, 0) + overlap
-            v = parent[v]
-    return kept
 
 
 def descend(trie: PrefixTrie, root, path: Sequence[int]) -> tuple:
@@ -96,7 +73,55 @@ def descend(trie: PrefixTrie, root, path: Sequence[int]) -> tuple:
     raise AssertionError(f"the walk down a cached prefix of {length} tokens did not end within its bound")
 
 
-class RadixPolicy(EvictionPolicy):
+class RadixTree(EvictionPolicy):
+    """A cache held as a radix tree of runs of tokens (:class:`Node`) below ``_root``: the tree of
+    :class:`RadixPolicy` and of :mod:`kvtheory.policies.rlt_authors`, which choose what goes."""
+
+    def __init__(self, trie: PrefixTrie, budget: int, **options) -> None:
+        super().__init__(trie, budget, **options)
+        self._root = Node(None, 0, 0, 0, -1)
+
+    def cached_prefix(self, j: int) -> int:
+        _, matched, _, inside, at = descend(self.trie, self._root, self.trie.path(j))
+        return self.trie.depth[at] if inside is not None else matched
+
+    def kept(self) -> dict[int, int]:
+        """A node's tokens are the depths (d0, d1] on the root path of trie node ``bottom``, which it shares out
+        among the trie edges they lie on."""
+        depth, parent = self.trie.depth, self.trie.parent
+        kept: dict[int, int] = {}
+        for node in live_nodes(self._root):
+            v = node.bottom
+            while v and depth[v] > node.d0:
+                overlap = min(depth[v], node.d1) - max(depth[parent[v]], node.d0)
+                if overlap > 0:
+                    kept[v] = kept.get(v, 0) + overlap
+                v = parent[v]
+        return kept
+
+    def _put_above(self, child: Node, at: int, stamp: int = -1, cid: int = -1) -> Node:
+        """Split ``child`` at trie node ``at`` (strictly inside it): a new node (``stamp``, ``cid``) covering
+        child's tokens down to ``at`` takes child's place, with ``child`` left as its only child, keyed by the
+        trie node whose edge holds child's first token now. Return the new node."""
+        head = Node(child.parent, child.d0, self.trie.depth[at], at, child.key, stamp, cid)
+        child.parent.children[child.key] = head
+        tail_key = self.trie.edge_holding(child.bottom, head.d1 + 1)
+        child.parent, child.key, child.d0 = head, tail_key, head.d1
+        head.children[tail_key] = child
+        return head
+
+    def _new_leaf(self, path: Sequence[int], node: Node, matched: int, stamp: int = -1, cid: int = -1) -> Node:
+        """Cache the rest of ``path`` (deeper than ``matched``) below ``node`` as a new leaf; return it."""
+        depth = self.trie.depth
+        end = path[-1]
+        i = bisect_right(path, matched, key=depth.__getitem__)  # the edge holding depth matched + 1
+        leaf = Node(node, matched, depth[end], end, path[i], stamp, cid)
+        node.children[path[i]] = leaf
+        self.size += leaf.d1 - leaf.d0
+        return leaf
+
+
+class RadixPolicy(RadixTree):
     """Leaf eviction on a radix tree of runs of tokens, ordered by (stamp, cid), oldest first.
 
     ``refresh_on_hit``: every dynamic node on a served query's path gets the current time as its stamp
@@ -111,13 +136,12 @@ class RadixPolicy(EvictionPolicy):
 
     def __init__(self, trie: PrefixTrie, budget: int, **options) -> None:
         super().__init__(trie, budget, **options)
-        self._root = _Node(None, 0, 0, 0, -1, -1, -1)
         self._clock = 0
         self._next_cid = 0
         self._heap: list = []
 
     # -- matching ---------------------------------------------------------------------------------
-    def _match(self, path: Sequence[int], mutate: bool) -> tuple[_Node, int, list[_Node]]:
+    def _match(self, path: Sequence[int], mutate: bool) -> tuple[Node, int, list[Node]]:
         """Walk the longest cached prefix of ``path`` (:func:`descend`); return (last node, matched depth, nodes
         walked).
 
@@ -137,13 +161,12 @@ class RadixPolicy(EvictionPolicy):
             walked.append(inside)
         return inside, self.trie.depth[at], walked
 
-    def _split(self, child: _Node, at: int) -> _Node:
+    def _split(self, child: Node, at: int) -> Node:
         """Split ``child`` at trie node ``at`` (strictly inside it); the new head is returned.
 
         The tail keeps the original node's creation id (its age), the head gets a new one.
         """
-        head = _Node(child.parent, child.d0, self.trie.depth[at], at, child.key, child.stamp, self._new_cid())
-        put_above(self.trie, head, child)
+        head = self._put_above(child, at, child.stamp, self._new_cid())
         if not child.children:
             self._push(child)
         return head
@@ -152,7 +175,7 @@ class RadixPolicy(EvictionPolicy):
         self._next_cid += 1
         return self._next_cid
 
-    def _push(self, node: _Node) -> None:
+    def _push(self, node: Node) -> None:
         heapq.heappush(self._heap, (node.stamp, node.cid, node))
 
     # -- the policy interface ---------------------------------------------------------------------
@@ -173,14 +196,11 @@ class RadixPolicy(EvictionPolicy):
             return run_flat_radix(trie, budget, batch, refresh=cls.refresh_on_hit)
         return super().run_compiled(trie, budget, batch, seed, evict_amount)
 
-    def cached_prefix(self, j: int) -> int:
-        return self._match(self.trie.path(j), mutate=False)[1]
-
     def serve(self, batch: Sequence[int]) -> list[int]:
         trie = self.trie
         paths = [trie.path(j) for j in batch]
         hits: list[int] = []
-        ends: list[_Node] = []
+        ends: list[Node] = []
         locked: set[int] = set()
         self._clock += 1
         for path in paths:
@@ -198,15 +218,9 @@ class RadixPolicy(EvictionPolicy):
             self._insert(path, node, matched)
         return hits
 
-    def _insert(self, path: Sequence[int], node: _Node, matched: int) -> None:
-        depth = self.trie.depth
-        end = path[-1]
-        if matched < depth[end]:
-            i = bisect_right(path, matched, key=depth.__getitem__)  # the edge holding depth matched + 1
-            leaf = _Node(node, matched, depth[end], end, path[i], self._clock, self._new_cid())
-            node.children[path[i]] = leaf
-            self.size += leaf.d1 - leaf.d0
-            self._push(leaf)
+    def _insert(self, path: Sequence[int], node: Node, matched: int) -> None:
+        if matched < self.trie.depth[path[-1]]:
+            self._push(self._new_leaf(path, node, matched, self._clock, self._new_cid()))
         elif not node.children and node is not self._root:
             self._push(node)
 
@@ -256,9 +270,6 @@ class RadixPolicy(EvictionPolicy):
             raise AssertionError(f"evicting {tokens} more tokens did not end within its bound on the rounds")
         for entry in aside:
             heapq.heappush(heap, entry)
-
-    def kept(self) -> dict[int, int]:
-        return kept_of_nodes(self.trie, self._root)
 
     # -- exact analysis (kvtheory.game) --------------------------------------------------------------------
     def state_key(self) -> tuple:

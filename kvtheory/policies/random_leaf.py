@@ -1,9 +1,5 @@
 """random-leaf: a uniformly random cached leaf token, no marking."""
 
-from __future__ import annotations
-
-from collections.abc import Collection, Sequence
-
 from kvtheory.policies import register_policy
 from kvtheory.policies.edge_cache import LeafTokenSampler
 
@@ -17,7 +13,3 @@ class RandomLeaf(LeafTokenSampler):
     name = "random-leaf"
     compiled_core = True
     marking = False
-
-    def _after_batch(self, paths: Sequence[Sequence[int]], on_paths: Collection[int]) -> None:
-        for v in on_paths:
-            self._unmark(v)

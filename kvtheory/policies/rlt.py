@@ -1,10 +1,5 @@
 """RLT: randomized leaf-token eviction, a marking algorithm (the paper's logarithmic policy)."""
 
-from __future__ import annotations
-
-from collections.abc import Collection
-
-from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies import register_policy
 from kvtheory.policies.edge_cache import LeafTokenSampler
 
@@ -20,24 +15,3 @@ class RandomizedLeafToken(LeafTokenSampler):
     name = "rlt"
     compiled_core = True
     marking = True
-
-    def __init__(self, trie: PrefixTrie, budget: int, **options) -> None:
-        super().__init__(trie, budget, **options)
-        self._marked_nodes: set[int] = set()
-        self.phases = 1
-
-    def _mark(self, v: int) -> None:
-        super()._mark(v)
-        self._marked_nodes.add(v)
-
-    def _no_candidates(self, on_paths: Collection[int]) -> bool:
-        """A new phase, unless every marked edge is on the batch's paths (then there is nothing to unmark)."""
-        survivors = self._marked_nodes & set(on_paths)
-        cleared = self._marked_nodes - survivors
-        if not cleared:
-            return False
-        self.phases += 1
-        self._marked_nodes = survivors
-        for v in sorted(cleared):  # ascending ids: the pool's order is reproducible
-            self._unmark(v)
-        return True

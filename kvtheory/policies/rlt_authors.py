@@ -10,7 +10,6 @@ nodes at depths (d0, d1] of the root path of trie node ``bottom`` (the shallowes
 from __future__ import annotations
 
 import copy
-from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
 
@@ -18,26 +17,13 @@ import numpy as np
 
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies import register_policy
-from kvtheory.policies.base import EvictionPolicy, union_misses
+from kvtheory.policies.base import union_misses
 from kvtheory.policies.dispatch import CORE_MIN_DRAWN_TOKENS
-from kvtheory.policies.radix import descend, kept_of_nodes, live_nodes, put_above
-
-
-class _Node:
-    __slots__ = ("parent", "children", "d0", "d1", "bottom", "key", "marked")
-
-    def __init__(self, parent, d0: int, d1: int, bottom: int, key: int) -> None:
-        self.parent = parent
-        self.children: dict[int, _Node] = {}
-        self.d0 = d0
-        self.d1 = d1
-        self.bottom = bottom
-        self.key = key
-        self.marked = False
+from kvtheory.policies.radix import Node, RadixTree, descend, live_nodes
 
 
 @register_policy
-class AuthorsRLT(EvictionPolicy):
+class AuthorsRLT(RadixTree):
     """RLT with the authors' marking and phase rules (docs/policies.md §RLT as the authors' engine runs it).
 
     A batch is served as their engine serves its requests: ``match_prefix`` for each query in batch order
@@ -75,8 +61,7 @@ class AuthorsRLT(EvictionPolicy):
     def __init__(self, trie: PrefixTrie, budget: int, **options) -> None:
         super().__init__(trie, budget, **options)
         self._rng = np.random.default_rng(options.get("seed"))
-        self._root = _Node(None, 0, 0, 0, -1)
-        self._marked: set[_Node] = set()
+        self._marked: set[Node] = set()
         self.marked_count = 0
         self.phase_starts: Counter[str] = Counter()
 
@@ -85,16 +70,11 @@ class AuthorsRLT(EvictionPolicy):
     compiled_min_tokens = CORE_MIN_DRAWN_TOKENS
 
     # -- walking the tree ---------------------------------------------------------------------------
-    def _split(self, child: _Node, at: int) -> _Node:
-        """Split ``child`` at trie node ``at`` (strictly inside it); return the new upper node. The lower
-        part keeps the original node (its mark; SGLang's ``_split_node``)."""
-        head = _Node(child.parent, child.d0, self.trie.depth[at], at, child.key)
-        put_above(self.trie, head, child)
-        return head
-
-    def _split_and_mark(self, child: _Node, at: int) -> _Node:
-        """A split made by match_prefix or insert: the upper node is marked, counted only if ``child`` was not."""
-        head = self._split(child, at)
+    def _split_and_mark(self, child: Node, at: int) -> Node:
+        """A split made by match_prefix or insert at trie node ``at`` (strictly inside ``child``): the lower
+        part keeps the original node (its mark; SGLang's ``_split_node``); the new upper node is marked,
+        counted only if ``child`` was not. Return the upper node."""
+        head = self._put_above(child, at)
         if child.marked:
             head.marked = True
             self._marked.add(head)
@@ -103,7 +83,7 @@ class AuthorsRLT(EvictionPolicy):
         return head
 
     # -- marks and phases ---------------------------------------------------------------------------
-    def _mark(self, node: _Node) -> None:
+    def _mark(self, node: Node) -> None:
         """Mark ``node``, counting its tokens; rule P1 when the count reaches B."""
         if node.marked:
             return
@@ -127,10 +107,6 @@ class AuthorsRLT(EvictionPolicy):
         self.phase_starts[rule] += 1
 
     # -- the policy interface -----------------------------------------------------------------------
-    def cached_prefix(self, j: int) -> int:
-        _, matched, _, inside, at = descend(self.trie, self._root, self.trie.path(j))
-        return self.trie.depth[at] if inside is not None else matched
-
     def serve(self, batch: Sequence[int]) -> list[int]:
         paths = [self.trie.path(j) for j in batch]
         hits, ends = self._match_all(paths)
@@ -159,11 +135,11 @@ class AuthorsRLT(EvictionPolicy):
         candidates = probe._candidates(tokens, probe._locks(ends))
         return {node.bottom: 1.0 / len(candidates) for node in candidates}
 
-    def _match_all(self, paths: Sequence[Sequence[int]]) -> tuple[list[int], list[_Node]]:
+    def _match_all(self, paths: Sequence[Sequence[int]]) -> tuple[list[int], list[Node]]:
         """match_prefix of each path in batch order: (its hits, the node its cached prefix ends at), splitting
         (and marking the upper node) where a prefix ends inside a node."""
         hits: list[int] = []
-        ends: list[_Node] = []
+        ends: list[Node] = []
         for path in paths:
             node, matched, _, inside, at = descend(self.trie, self._root, path)
             if inside is not None:
@@ -172,9 +148,9 @@ class AuthorsRLT(EvictionPolicy):
             ends.append(node)
         return hits, ends
 
-    def _locks(self, ends: Sequence[_Node]) -> set[_Node]:
+    def _locks(self, ends: Sequence[Node]) -> set[Node]:
         """Every node on the root paths of ``ends``: the batch's matched paths, locked while it is served."""
-        locked: set[_Node] = set()
+        locked: set[Node] = set()
         for node in ends:
             while node is not self._root and node not in locked:
                 locked.add(node)
@@ -188,15 +164,10 @@ class AuthorsRLT(EvictionPolicy):
             self._mark(whole)
         if inside is not None:
             node, matched = self._split_and_mark(inside, at), depth[at]
-        end = path[-1]
-        if matched < depth[end]:
-            i = bisect_right(path, matched, key=depth.__getitem__)  # the edge holding depth matched + 1
-            leaf = _Node(node, matched, depth[end], end, path[i])
-            node.children[path[i]] = leaf
-            self.size += leaf.d1 - leaf.d0
-            self._mark(leaf)
+        if matched < depth[path[-1]]:
+            self._mark(self._new_leaf(path, node, matched))
 
-    def _evict(self, tokens: int, locked: set[_Node]) -> int:
+    def _evict(self, tokens: int, locked: set[Node]) -> int:
         """``evict(k)`` with k = ``tokens``: rules R1 and R2, then k uniform draws of a candidate leaf node,
         one token each; return the tokens freed (fewer than k only when no candidate is left)."""
         candidates = self._candidates(tokens, locked)
@@ -225,7 +196,7 @@ class AuthorsRLT(EvictionPolicy):
                 self._cut_tail(node, left)
         return freed
 
-    def _candidates(self, tokens: int, locked: set[_Node]) -> list[_Node]:
+    def _candidates(self, tokens: int, locked: set[Node]) -> list[Node]:
         """The leaf nodes ``evict(k)`` draws from, k = ``tokens``, after rules R1 and R2 (which may start a phase)."""
         if tokens + self.marked_count >= self.budget:
             self._new_phase("R1")
@@ -235,7 +206,7 @@ class AuthorsRLT(EvictionPolicy):
             candidates = self._collect(locked)
         return candidates
 
-    def _collect(self, locked: set[_Node]) -> list[_Node]:
+    def _collect(self, locked: set[Node]) -> list[Node]:
         """The candidates, in ``collect_leaves``' order (a depth-first walk with a stack of children):
         childless nodes but the root, unmarked and unlocked."""
         candidates = []
@@ -248,7 +219,7 @@ class AuthorsRLT(EvictionPolicy):
                 candidates.append(node)
         return candidates
 
-    def _cut_tail(self, node: _Node, left: int) -> None:
+    def _cut_tail(self, node: Node, left: int) -> None:
         """Keep the first ``left`` > 0 tokens of leaf ``node``."""
         node.d1 = node.d0 + left
         node.bottom = self.trie.edge_holding(node.bottom, node.d1)
@@ -261,6 +232,3 @@ class AuthorsRLT(EvictionPolicy):
         of what is evicted, and ``phase_starts`` only counts: neither is part of the state."""
         nodes = ((node.d0, node.d1, node.bottom, node.marked) for node in live_nodes(self._root))
         return tuple(sorted(nodes)), self.marked_count
-
-    def kept(self) -> dict[int, int]:
-        return kept_of_nodes(self.trie, self._root)

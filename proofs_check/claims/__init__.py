@@ -98,7 +98,7 @@ def register(claim: Claim) -> Claim:
 
 def _load() -> None:
     from proofs_check.claims import eviction, routing  # noqa: F401, I001  (register on import, in this order)
-    from proofs_check.claims import predictions  # noqa: F401
+    from proofs_check.claims import predictions, smoothness  # noqa: F401
 
 
 def all_claims() -> list[Claim]:

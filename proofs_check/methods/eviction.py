@@ -113,11 +113,7 @@ class UpperEviction(Method):
             )
             tried, worst, violation = merge((tried, worst, violation), *found)
             if cls.randomized:
-                notes.append(
-                    f"{policy_name(policy)}: {opts.seeds} seeds {opts.seed}..{opts.seed + opts.seeds - 1} "
-                    f"per instance; violation = one-sided {int(opts.level * 100)}% lower confidence bound "
-                    "of E[ALG] above the bound"
-                )
+                notes.append(f"{policy_name(policy)}: {self.seeds_note(cls, opts)}")
         used = [f.label for f in self.families if opts.wants_family(f.label)]
         if used:
             notes.append("families: " + "; ".join(used))
@@ -126,6 +122,13 @@ class UpperEviction(Method):
             self._exact(claim, opts, policies, result)
             result.seconds = time.perf_counter() - started
         return result
+
+    def seeds_note(self, cls, opts: Options) -> str:
+        """How a randomized policy's runs on one instance are compared with the bound."""
+        return (
+            f"{opts.seeds} seeds {opts.seed}..{opts.seed + opts.seeds - 1} per instance; violation = one-sided "
+            f"{int(opts.level * 100)}% lower confidence bound of E[ALG] above the bound"
+        )
 
     def _exact(self, claim, opts: Options, policies, result: CheckResult) -> None:
         """The exact step (proofs_check.exact): ``verified`` when the bound holds on every sequence of the

@@ -116,3 +116,34 @@ def test_a_bad_trace_line_is_one_line_and_exit_2_on_every_command(capsys, tmp_pa
         code, out, err = run_cli(capsys, *argv, "--workload", path)
         assert code == 2 and not out and err.count("\n") == 1, argv
         assert f"{path}:2: timestamp 4 is before the previous line's 5" in err
+
+
+def test_the_engine_is_chosen_for_the_block_runs_work(monkeypatch, tmp_path):
+    """numba is loaded for a curve by the work its engines step through: the block-level workload's queries and
+    tokens (hash blocks of 2^20 tokens: 94M tokens, but 90 blocks), once per per-budget run and once for a one-pass
+    traversal (lru on queries that are identical or disjoint), so this curve runs on the per-edge engines."""
+    import kvtheory.experiments.mrc as mrc
+
+    h = 1 << 20
+    query = {"timestamp": 0, "input_length": 3 * h, "output_length": 0}
+    lines = [{**query, "hash_ids": [3 * (j % 5) + i for i in range(3)]} for j in range(30)]
+    path = tmp_path / "big-blocks.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    workload = read_workload(path, "mooncake", h)
+    sizes = []
+    real = mrc.job_backend
+    monkeypatch.setattr(mrc, "job_backend", lambda *args: sizes.append(args) or real(*args))
+    budgets = [3 * h, 6 * h]
+    curve = miss_ratio_curve(workload, budgets, ["lru", "fif"], block_size=h)
+    assert curve["method"] == {"lru": "one-pass", "fif": "per-budget"}
+    assert sizes == [("auto", (1 + 2) * 30, (1 + 2) * 90)] and real(*sizes[0]) == "python"
+    per_budget = miss_ratio_curve(workload, budgets, ["lru", "fif"], block_size=h, method="per-budget")
+    assert curve["misses"] == per_budget["misses"]
+
+
+@pytest.mark.parametrize("progress", [True, False])
+def test_the_progress_bar_is_drawn_when_asked_only(capsys, trace, progress):
+    workload = read_workload(trace, "mooncake", 8)
+    miss_ratio_curve(workload, [workload.max_length, 2 * workload.max_length], ["fifo"], progress=progress)
+    err = capsys.readouterr().err
+    assert ("2/2" in err) is progress

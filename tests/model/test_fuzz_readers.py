@@ -41,7 +41,7 @@ json_values = st.recursive(
 )
 token_values = st.one_of(
     st.lists(st.integers(INT64[0], INT64[1]), max_size=6),  # plain: mostly accepted
-    st.lists(st.integers(0, 10**6), min_size=1, max_size=6),  # the reader's fast path
+    st.lists(st.integers(10**5, 10**6), min_size=100, max_size=120),  # the reader's fast path (>= 512 bytes)
     st.lists(st.one_of(st.integers(), st.booleans(), st.floats(), st.lists(st.integers(), max_size=2)), max_size=5),
     json_values,
 )
@@ -160,8 +160,10 @@ def test_malformed_json_is_one_line_naming_the_line(line, needle):
 
 
 def test_an_unknown_key_holding_the_fast_paths_sentinel_is_ignored():
-    query = parse_query_line(b'{"tokens": [1, 2], "x": "\\u0000kvtheory"}', "w.jsonl:7", unknown := set())
-    assert query.tokens.tolist() == [1, 2] and unknown == {"x"}
+    tokens = list(range(10**5, 10**5 + 100))  # a line long enough for the fast path
+    line = b'{"tokens": [%s], "x": "\\u0000kvtheory"}' % ",".join(map(str, tokens)).encode()
+    query = parse_query_line(line, "w.jsonl:7", unknown := set())
+    assert query.tokens.tolist() == tokens and unknown == {"x"}
 
 
 @pytest.mark.slow

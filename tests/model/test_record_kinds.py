@@ -12,6 +12,7 @@ from kvtheory.errors import InputError
 from kvtheory.model.records import (
     INT64_MAX,
     INT64_MIN,
+    NUMPY_MIN_BYTES,
     Bool,
     Int,
     IntArray,
@@ -166,6 +167,12 @@ def test_a_record_types_fast_path_reads_its_first_int_array_without_the_per_elem
     def per_element(*args):
         raise AssertionError("the fast path was not taken")
 
+    long = list(range(1000, 1000 + NUMPY_MIN_BYTES // 5))  # a line of at least NUMPY_MIN_BYTES
+    line = b'{"n": 1, "a": [%s]}' % ",".join(map(str, long)).encode()
+    assert len(line) >= NUMPY_MIN_BYTES
+    checked = RecordType("r", {"n": Int("an int"), "a": ints})
     monkeypatch.setattr(IntArray, "check", per_element)
-    record = RecordType("r", {"n": Int("an int"), "a": ints}).parse(b'{"n": 1, "a": [3, 2, 1]}', "w:1")
-    assert record["n"] == 1 and record["a"].tolist() == [3, 2, 1]
+    record = checked.parse(line, "w:1")
+    assert record["n"] == 1 and record["a"].tolist() == long
+    with pytest.raises(AssertionError, match="fast path was not taken"):  # a short line: the strict parser alone
+        checked.parse(b'{"n": 1, "a": [3, 2, 1]}', "w:1")

@@ -141,6 +141,19 @@ def test_oracle_general_reader_against_a_hand_written_file(tmp_path):
     assert workload.source == str(path)  # the file it came from, as every reader records it
 
 
+def test_oracle_general_ids_stream_in_chunks_either_way(tmp_path):
+    """The lazy columns of an oracleGeneral file: its ids chunk by chunk (forward, and the same chunks from the
+    last), equal to the whole id column; every query one token, counted without reading the file."""
+    ids = [7, 2**64 - 1, 0, 7, 2**63, 5, 5]
+    path = _oracle(tmp_path, [(t, x, 1, -1) for t, x in enumerate(ids)])
+    workload = read_workload(path, "auto")
+    forward = [chunk.tolist() for chunk in workload.queries.id_chunks(3)]
+    backward = [chunk.tolist() for chunk in workload.queries.id_chunks(3, reverse=True)]
+    assert forward == backward[::-1] == [[7, -1, 0], [7, -(2**63), 5], [5]]
+    assert sum(forward, []) == workload.queries.tokens.tolist()
+    assert workload.lengths.tolist() == [1] * len(ids) and workload.total_tokens == len(ids)
+
+
 def test_csv_and_plain_text_readers_against_hand_written_files(tmp_path):
     (tmp_path / "a.csv").write_text("obj_id,size\n3,10\n\n4,1\n3,10\n")
     (tmp_path / "b.txt").write_text("3\n4\n3\n")

@@ -25,10 +25,22 @@ import pytest
 
 import kvtheory
 from kvtheory import Workload
-from kvtheory.optimum import compiled_fif
-from kvtheory.policies.compiled import authors, flat, lfu, predictive, radix, sampler
+from kvtheory.optimum import compiled_fif, flat_fif
+from kvtheory.policies.compiled import (
+    authors,
+    flat,
+    flat_sampler,
+    flat_stream,
+    lfu,
+    marking,
+    predictive,
+    radix,
+    sampler,
+    switch,
+)
 
-KERNEL_MODULES = (radix, authors, flat, lfu, sampler, predictive, compiled_fif)
+KERNEL_MODULES = (radix, authors, flat, flat_stream, lfu, sampler, predictive, marking, compiled_fif, flat_fif)
+KERNEL_MODULES += (switch, flat_sampler)
 
 
 def _nested():
@@ -128,7 +140,7 @@ def test_sampler_walk_up_a_cyclic_trie_is_an_internal_error():
     trie = _nested().trie
     policy = sampler.CompiledLeafSampler(kvtheory.policy_class("rlt"), trie, 4, seed=0, min_block=64)
     _cyclic(policy._state.parent, trie.end[0])
-    with pytest.raises(RuntimeError, match=r"^internal error: kernel serve_batch of the compiled sampler core"):
+    with pytest.raises(RuntimeError, match=r"^internal error: kernel run_batches of the compiled sampler core"):
         policy.serve([0])
     with pytest.raises(RuntimeError, match=r"^internal error: kernel cached_prefix_of of the compiled cores"):
         policy.cached_prefix(0)
@@ -141,6 +153,30 @@ def test_predictive_marker_walk_up_a_cyclic_trie_is_an_internal_error():
     policy = predictive.CompiledPredictiveMarker(rule, workload.trie, 4, predictions=told)
     _cyclic(policy._parent, workload.trie.end[0])
     with pytest.raises(RuntimeError, match=r"^internal error: kernel serve_batches of the compiled predictive-marker"):
+        policy.serve([0])
+    with pytest.raises(RuntimeError, match=r"^internal error: kernel cached_prefix_of of the compiled cores"):
+        policy.cached_prefix(0)
+
+
+@pytest.mark.parametrize("name", ["guard", "lnonmarker"])
+def test_guard_and_lnonmarker_walk_up_a_cyclic_trie_is_an_internal_error(name):
+    workload = _nested()
+    told = kvtheory.predict(workload.trie, [[0], [1], [2]], "oracle")
+    rule = kvtheory.policy_class(name)
+    policy = rule.compiled_told(workload.trie, 4, told)
+    _cyclic(policy._parent, workload.trie.end[0])
+    with pytest.raises(RuntimeError, match=r"^internal error: kernel serve_batches of the compiled guard/lnonmarker"):
+        policy.serve([0])
+    with pytest.raises(RuntimeError, match=r"^internal error: kernel cached_prefix_of of the compiled cores"):
+        policy.cached_prefix(0)
+
+
+def test_bo_rlt_switch_walk_up_a_cyclic_trie_is_an_internal_error():
+    workload = _nested()
+    told = kvtheory.predict(workload.trie, [[0], [1], [2]], "oracle")
+    policy = kvtheory.policy_class("bo-rlt-switch").compiled_told(workload.trie, 4, told)
+    _cyclic(policy._parent, workload.trie.end[0])
+    with pytest.raises(RuntimeError, match=r"^internal error: kernel serve_batches of the compiled bo-rlt-switch"):
         policy.serve([0])
     with pytest.raises(RuntimeError, match=r"^internal error: kernel cached_prefix_of of the compiled cores"):
         policy.cached_prefix(0)

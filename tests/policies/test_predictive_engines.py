@@ -27,8 +27,11 @@ def _budgets(workload, batch: int, seed: int) -> list[int]:
     return sorted({least + seed, max(least, distinct // 4), max(least, distinct // 2)})
 
 
-#: a multi-turn chat small enough for a per-token reference (the default holds 640 queries of up to 4,000 tokens)
-SMALL = {"multiturn": {"conversations": 6, "turns": [2, 3], "user_len": 12, "output_len": 6, "system_len": 8}}
+#: a multi-turn chat and a GSP small enough for a per-token reference (the defaults hold thousands of long queries)
+SMALL = {
+    "multiturn": {"conversations": 6, "turns": [2, 3], "user_len": 12, "output_len": 6, "system_len": 8},
+    "gsp": {"groups": 4, "prompts": 4, "lengths": [8, 16, 32]},
+}
 
 
 def _cases(families, seeds, predictors=PREDICTORS, sizes=(1, 2, 3)):
@@ -89,7 +92,7 @@ def test_the_compiled_core_is_the_per_edge_engine_batch_by_batch():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family", ["paging", "random-tree", "cyclic", "yao", "multiturn"])
+@pytest.mark.parametrize("family", ["paging", "random-tree", "cyclic", "yao", "multiturn", "gsp"])
 def test_the_compiled_core_is_the_per_edge_engine_on_more_seeds_and_families(family):
     for case in _cases([family], [0, 1, 2]):
         _assert_same_batch_by_batch(_compiled, case)

@@ -7,6 +7,9 @@ opaque: only equality matters).
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +19,60 @@ from kvtheory.model.workload import QueryColumns, Workload
 
 ORACLE_GENERAL = np.dtype([("time", "<u4"), ("id", "<u8"), ("size", "<u4"), ("next", "<i8")])
 """libCacheSim's oracleGeneral record: 24 bytes, little-endian, packed."""
+
+#: records per read of a streamed oracleGeneral file (24 MiB)
+CHUNK_RECORDS = 1 << 20
+
+
+class OracleGeneralColumns(QueryColumns):
+    """The one-token queries of an oracleGeneral file, read only when asked: :meth:`id_chunks` streams the
+    object ids chunk by chunk (what the flat engines of :mod:`kvtheory.policies.compiled.flat_stream` run on,
+    in O(distinct objects) memory), while ``tokens``, ``offsets`` and ``arrival`` read the whole file the
+    first time a caller needs them as columns (every other engine). ``lengths`` is a read-only view of ones
+    (every query is one token), so counting tokens reads nothing."""
+
+    def __init__(self, path: Path, requests: int) -> None:
+        self.path = path
+        self.requests = requests
+        self.output_len = None
+
+    def __len__(self) -> int:
+        return self.requests
+
+    def id_chunks(self, records: int | None = None, *, reverse: bool = False) -> Iterator[np.ndarray]:
+        """The object ids as int64, ``records`` (default :data:`CHUNK_RECORDS`) at a time, in order (the last
+        chunk may be shorter); with ``reverse``, the same chunks from the last to the first (each in order)."""
+        return (np.ascontiguousarray(chunk["id"]).view(np.int64) for chunk in self._chunks(records, reverse))
+
+    def _chunks(self, records: int | None, reverse: bool = False) -> Iterator[np.ndarray]:
+        records = records or CHUNK_RECORDS
+        starts = range(0, self.requests, records)
+        with open(self.path, "rb") as handle:
+            for start in reversed(starts) if reverse else starts:
+                handle.seek(start * ORACLE_GENERAL.itemsize)
+                yield np.fromfile(handle, dtype=ORACLE_GENERAL, count=min(records, self.requests - start))
+
+    def _column(self, field: str, dtype) -> np.ndarray:
+        column = np.empty(self.requests, dtype=dtype)
+        for start, chunk in zip(range(0, self.requests, CHUNK_RECORDS), self._chunks(CHUNK_RECORDS)):
+            column[start : start + chunk.size] = chunk[field]
+        return column
+
+    @cached_property
+    def tokens(self) -> np.ndarray:
+        return self._column("id", np.uint64).view(np.int64)
+
+    @cached_property
+    def arrival(self) -> np.ndarray:
+        return self._column("time", float)
+
+    @cached_property
+    def offsets(self) -> np.ndarray:
+        return np.arange(self.requests + 1)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.broadcast_to(np.int64(1), (self.requests,))
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -32,18 +89,19 @@ def read_oracle_general(path: str | Path) -> Workload:
     computes its own next accesses.
     """
     path = Path(path)
-    data = _read_bytes(path)
-    if len(data) % ORACLE_GENERAL.itemsize:
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read trace file ({exc.strerror})") from None
+    if size % ORACLE_GENERAL.itemsize:
         raise InputError(
-            f"{path}: {len(data)} bytes is not a multiple of {ORACLE_GENERAL.itemsize} "
+            f"{path}: {size} bytes is not a multiple of {ORACLE_GENERAL.itemsize} "
             "(oracleGeneral records are 24 bytes: uint32 time, uint64 id, uint32 size, int64 next access)"
         )
-    if not data:
+    if not size:
         raise InputError(f"{path}: empty workload: the file has no requests")
-    records = np.frombuffer(data, dtype=ORACLE_GENERAL)
-    ids = records["id"].view(np.int64)
-    columns = QueryColumns(ids.copy(), np.arange(len(records) + 1), arrival=records["time"].astype(float))
-    return Workload(columns, str(path))
+    return Workload(OracleGeneralColumns(path, size // ORACLE_GENERAL.itemsize), str(path))
 
 
 def _object_id(field: str) -> int | None:

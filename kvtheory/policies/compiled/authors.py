@@ -59,6 +59,7 @@ from kvtheory.policies.compiled.radix import (
     attach_leaf,
     cached_prefix_of,
     cut_tail,
+    descend,
     first_key,
     grow_columns,
     load_path,
@@ -66,18 +67,15 @@ from kvtheory.policies.compiled.radix import (
     split_node,
     trie_arrays,
     uncache,
-    walk_step,
 )
 from kvtheory.policies.compiled.sampler import bit_source, bounded_draw
 
 #: the step-limit errors of the kernels below (constants: numba raises them without building a string)
 _PER_NODE = " of the compiled rlt-authors core exceeded its step limit of one step per node"
-_PER_PATH = " of the compiled rlt-authors core exceeded its step limit of the path's length + 1 steps"
 _ADD_UP_LIMIT = "internal error: kernel _add_up" + _PER_NODE
 _INSERT_BEFORE_LIMIT = "internal error: kernel _insert_before" + _PER_NODE
 _DELETE_LIMIT = "internal error: kernel _delete" + _PER_NODE
 _MARK_LIMIT = "internal error: kernel _mark" + _PER_NODE
-_DESCEND_LIMIT = "internal error: kernel _descend" + _PER_PATH
 _MARK_PATH_LIMIT = "internal error: kernel _mark_path" + _PER_NODE
 _ADD_LEAF_LIMIT = "internal error: kernel _add_leaf" + _PER_NODE
 _CANDIDATE_LIMIT = "internal error: kernel _candidate" + _PER_NODE
@@ -380,29 +378,6 @@ def _split_and_mark(tr, state, nodes, lists, sc, c, at):
 
 
 @njit(cache=True, inline="always")  # called per query: no call overhead
-def _descend(tr, state, nodes, lists, sc, path, plen, mark_walked):
-    """(last node matched whole, its depth, the node the cached prefix ends strictly inside or -1, the trie
-    node where it ends there) for the path in ``path[:plen]``; with ``mark_walked`` (insert), every node
-    matched whole is marked on the way."""
-    length = tr[T_DEPTH, path[plen - 1]]
-    node, matched, i = 0, 0, 0
-    rounds_left = length + 1  # every step goes at least one token deeper: at most ``length`` steps
-    while matched < length:
-        if rounds_left == 0:
-            raise RuntimeError(_DESCEND_LIMIT)
-        rounds_left -= 1
-        i, child, at = walk_step(tr, state, nodes, path, plen, node, matched, i)
-        if child < 0:
-            break
-        if at >= 0:
-            return node, matched, child, at
-        if mark_walked:
-            _mark(nodes, lists, sc, child)
-        node, matched = child, nodes[N_D1, child]
-    return node, matched, -1, -1
-
-
-@njit(cache=True, inline="always")  # called per query: no call overhead
 def _mark_path(nodes, lists, sc, node):
     """Mark the nodes of ``node``'s root path from the top down, as insert marks the nodes it matches whole."""
     n = 0
@@ -415,16 +390,6 @@ def _mark_path(nodes, lists, sc, node):
         raise RuntimeError(_MARK_PATH_LIMIT)
     for i in range(n - 1, -1, -1):
         _mark(nodes, lists, sc, lists[L_CHAIN, i])
-
-
-@njit(cache=True)
-def _walk_and_mark(tr, state, nodes, lists, sc, path, plen):
-    """Insert's walk: mark the nodes matched whole, split and mark where the cached prefix ends inside a
-    node; return (last node, matched depth)."""
-    node, matched, inside, at = _descend(tr, state, nodes, lists, sc, path, plen, True)
-    if inside >= 0:
-        return _split_and_mark(tr, state, nodes, lists, sc, inside, at), tr[T_DEPTH, at]
-    return node, matched
 
 
 @njit(cache=True, inline="always")  # called per query: no call overhead
@@ -570,7 +535,7 @@ def authors_serve(tr, state, nodes, lists, sc, path, ends, batch, hits, next_uin
         missing = 0
         for q in range(start, stop):
             plen = load_path(tr, ends[q], path)
-            node, matched, inside, at = _descend(tr, state, nodes, lists, sc, path, plen, False)
+            node, matched, inside, at = descend(tr, state, nodes, path, plen)
             if inside >= 0:
                 node = _split_and_mark(tr, state, nodes, lists, sc, inside, at)
                 matched = tr[T_DEPTH, at]
@@ -596,13 +561,15 @@ def authors_serve(tr, state, nodes, lists, sc, path, ends, batch, hits, next_uin
             tokens = missing if sc[C_ALLOCATION] else overflow
             if _evict(tr, state, nodes, lists, sc, tokens, next_uint32, rng_state) < overflow:
                 raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
-        for q in range(start, stop):
+        for q in range(start, stop):  # insert: mark the nodes matched whole, split and mark where it ends inside
             if stop - start > 1:
                 plen = load_path(tr, ends[q], path)
-                node, matched = _walk_and_mark(tr, state, nodes, lists, sc, path, plen)
+                node, matched, inside, at = descend(tr, state, nodes, path, plen)
             else:  # insert walks the nodes match_prefix ended at (locked, so intact): path and node are known
-                node, matched = starts[0], hits[q]
-                _mark_path(nodes, lists, sc, node)
+                node, matched, inside, at = starts[0], hits[q], -1, -1
+            _mark_path(nodes, lists, sc, node)
+            if inside >= 0:
+                node, matched = _split_and_mark(tr, state, nodes, lists, sc, inside, at), tr[T_DEPTH, at]
             _add_leaf(tr, state, nodes, lists, sc, path, plen, node, matched)
         sc[C_CLOCK] += 1
         for i in range(stop - start):

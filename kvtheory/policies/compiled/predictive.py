@@ -6,17 +6,20 @@ edges c) of the batch's edges, children first, from the predictions of its step 
 marked (none is a candidate); the last t of its missing tokens, in request order, as causes (t = the shortfall,
 or the whole allocation); the paths filled; the keys stored.
 
-The causes are taken one token at a time. A cause at position p of edge v continues the chain of the token
-evicted there in this phase (``chain_phase[offset[v] + p - 1]`` is the current phase; ``chain_len`` its chain's
-length) or starts one. A chain of length L <= H_k evicts the last token of the candidate of the largest
-(key, depth of its leaf token, edge): the top of an indexed max-heap of the candidates. A longer one draws
+A cause at position p of edge v continues the chain of the token evicted there in this phase
+(``chain_phase[offset[v] + p - 1]`` is the current phase; ``chain_len`` its chain's length) or starts one. A
+chain of length L <= H_k evicts the last token of the candidate of the largest (key, depth of its leaf token,
+edge): the top of an indexed max-heap of the candidates. A longer one draws
 ``integers(0, n)`` over the n candidates in ascending edge order (Lemire's rejection on the bit generator's
 32-bit output, :func:`~kvtheory.policies.compiled.sampler.bounded_draw`) and finds the drawn one in a Fenwick
 tree of the candidates. Each eviction costs O(log n), n the trie's nodes: no scan of the candidates, which
-is what the per-edge engine pays when many of them share a key and their tokens go round-robin.
+is what the per-edge engine pays when many of them share a key and their tokens go round-robin. A run of causes
+that start chains (length 1 <= H_k) is served at once (:func:`_furthest_run`): its steps take the last tokens
+of the candidates of the top key, deepest first, up to the first that empties one (its parent may join), so they
+cut those candidates down to a water level (:func:`water_level`) at O(log n) per candidate, not per token.
 
-Every loop runs over a range; walks up the trie stop at its node count (an internal error past it), heap and
-tree walks at their height (64 levels).
+Every loop runs over a range; walks up the trie stop at its node count, the rounds of a run of causes at its
+length plus one (an internal error past each), heap and tree walks at their height (64 levels).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ _KERNEL = "internal error: kernel serve_batches of the compiled predictive-marke
 # slows the kernel that holds it
 _PAST_PREDICTIONS = _KERNEL + " ran past the predictions"
 _PATH_LIMIT = _KERNEL + " exceeded its step limit of (trie nodes) steps up a path"
+_ROUND_LIMIT = _KERNEL + " exceeded its step limit of (causes + 1) rounds per run of causes"
 
 
 @njit(cache=True)
@@ -116,23 +120,22 @@ def _join(v, pool, key, depth_of_leaf):
     candidate[v] = 1
     counters[_CANDIDATES] += 1
     _fenwick_add(tree, v, 1)
+    _push(v, key[v], depth_of_leaf * candidate.size + v, heap, rank, value, where, counters)
+
+
+@njit(cache=True)
+def _push(v, v_rank, v_value, heap, rank, value, where, counters):
+    """Candidate v onto the heap, ranked by (``v_rank``, ``v_value``)."""
     i = counters[_HEAP]
-    heap[i], rank[i], value[i], where[v] = v, key[v], depth_of_leaf * candidate.size + v, i
+    heap[i], rank[i], value[i], where[v] = v, v_rank, v_value, i
     counters[_HEAP] += 1
     _sift_up(i, heap, rank, value, where)
 
 
 @njit(cache=True)
-def _leave(v, pool):
-    """Edge v stops being a candidate (if it is one)."""
-    candidate, tree, heap, rank, value, where, counters = pool
-    if candidate[v] == 0:
-        return
-    candidate[v] = 0
-    counters[_CANDIDATES] -= 1
-    _fenwick_add(tree, v, -1)
-    i = where[v]
-    where[v] = -1
+def _unheap(i, heap, rank, value, where, counters):
+    """The candidate in heap slot i off the heap (it stays a candidate)."""
+    where[heap[i]] = -1
     last = counters[_HEAP] - 1
     counters[_HEAP] = last
     if i != last:
@@ -140,6 +143,19 @@ def _leave(v, pool):
         heap[i], rank[i], value[i], where[moved] = moved, rank[last], value[last], i
         _sift_up(i, heap, rank, value, where)
         _sift_down(where[moved], last, heap, rank, value, where)
+
+
+@njit(cache=True)
+def _leave(v, pool):
+    """Edge v stops being a candidate (if it is one), on the heap or off it."""
+    candidate, tree, heap, rank, value, where, counters = pool
+    if candidate[v] == 0:
+        return
+    candidate[v] = 0
+    counters[_CANDIDATES] -= 1
+    _fenwick_add(tree, v, -1)
+    if where[v] >= 0:
+        _unheap(where[v], heap, rank, value, where, counters)
 
 
 @njit(cache=True)
@@ -158,47 +174,141 @@ def _new_phase(on_path, marked, children, pool, key, floor, kept):
 
 
 @njit(cache=True)
+def water_level(group, g, causes, stop_depth, stop_edge, floor, kept, ids):
+    """The cut of a run of one-token steps over the ``g`` leaves ``group`` (in (depth of the leaf token, edge)
+    order, deepest first), each step taking the last token of the leaf first in that order: up to ``causes``
+    steps, up to and including the step that takes the token at depth ``stop_depth`` of leaf ``stop_edge``. The
+    tokens go by depth, deepest first, and at one depth by edge, largest first, so the group is cut down to a
+    water level x: every token deeper than x goes, and those at depth x of the largest edge ids, as many as are
+    left. Returns (tokens taken, x, the smallest edge id that loses its token at depth x, the number of leaves at
+    or above x), with ``ids`` holding those leaves' ids in ascending order."""
+    stop = 0  # the position of the stop in the order
+    for i in range(g):
+        depth = floor[group[i]] + kept[group[i]]
+        stop += max(depth - stop_depth, 0) + (1 if depth >= stop_depth and group[i] >= stop_edge else 0)
+    taken = min(causes, stop)
+    prefix = level = 0
+    above = g
+    for j in range(1, g + 1):  # the smallest x with T(x) = (tokens of the group deeper than x) <= taken
+        prefix += floor[group[j - 1]] + kept[group[j - 1]]
+        low = floor[group[j]] + kept[group[j]] if j < g else 0
+        if prefix - j * low > taken or j == g:
+            level = max((prefix - taken + j - 1) // j, low + 1)
+            above = j
+            prefix -= j * level
+            break
+    left = taken - prefix  # tokens at depth ``level`` that go: the largest edge ids among the first ``above``
+    ids[:above] = group[:above]
+    ids[:above].sort()
+    return taken, level, ids[above - left] if left > 0 else floor.size, above
+
+
+@njit(cache=True)
+def _furthest_run(causes, floor, kept, heap, rank, value, where, counters, group, ids):
+    """Up to ``causes`` evictions of the top candidate's last token, taken at once: the candidates of the heap's
+    top key are popped, deepest first, into ``group`` until every step up to the first that empties a candidate
+    (its parent may join), or the first ``causes``, takes a token of the group; then cut down as
+    :func:`water_level` says. Returns (group size, tokens taken, x, cut, leaves at or above x)."""
+    key_of = rank[0]
+    g = total = 0
+    stop_depth = stop_edge = -1
+    for _ in range(counters[_HEAP]):
+        w = heap[0]
+        if rank[0] != key_of:
+            break
+        depth = floor[w] + kept[w]
+        if g > 0 and (total - g * depth >= causes or stop_depth > depth):
+            break
+        _unheap(0, heap, rank, value, where, counters)
+        group[g] = w
+        g += 1
+        total += depth
+        if floor[w] + 1 > stop_depth or (floor[w] + 1 == stop_depth and w > stop_edge):
+            stop_depth, stop_edge = floor[w] + 1, w
+    taken, level, cut, above = water_level(group, g, causes, stop_depth, stop_edge, floor, kept, ids)
+    return g, taken, level, cut, above
+
+
+@njit(cache=True)
+def _emptied(u, pool, parent, children, marked, key, floor, kept):
+    """Candidate u lost its last token: it leaves, and its parent may join."""
+    _leave(u, pool)
+    up = parent[u]
+    children[up] -= 1
+    if up != 0 and children[up] == 0 and marked[up] == 0:
+        _join(up, pool, key, floor[up] + kept[up])
+
+
+@njit(cache=True)
 def _evict(
     run_edge, run_first, run_last, runs, overflow, on_path, parent, floor, offset, kept, children, marked, key,
-    pool, chain_len, chain_phase, threshold, next_uint32, rng_state,
+    pool, chain_len, chain_phase, threshold, group, ids, next_uint32, rng_state,
 ):  # fmt: skip
     """One eviction per cause (positions first..last of each of the ``runs`` cause edges, in order); returns the
-    tokens freed, or -1 when no candidate is left, even after a new phase, before ``overflow`` tokens went."""
-    tree, heap, value, where, counters = pool[1], pool[2], pool[4], pool[5], pool[6]
+    tokens freed, or -1 when no candidate is left, even after a new phase, before ``overflow`` tokens went. Causes
+    not evicted in this phase start chains of length 1 <= H_k: a run of them is served at once
+    (:func:`_furthest_run`)."""
+    tree, heap, rank, value, where, counters = pool[1], pool[2], pool[3], pool[4], pool[5], pool[6]
     nodes = parent.size
     freed = 0
     for r in range(runs):
-        v = run_edge[r]
-        for p in range(run_first[r], run_last[r] + 1):
+        v, p, last = run_edge[r], run_first[r], run_last[r]
+        hit, hit_phase = -1, -1  # the next cause of the run evicted in phase ``hit_phase`` (last + 1: none)
+        for _ in range(last - p + 2):  # every round takes a token or more
+            if p > last:
+                break
             if counters[_CANDIDATES] == 0:
                 renewed = _new_phase(on_path, marked, children, pool, key, floor, kept)
                 if not renewed or counters[_CANDIDATES] == 0:
                     return freed if freed >= overflow else -1
-            token = offset[v] + p - 1
-            length = 1
-            if chain_phase[token] == counters[_PHASE]:  # evicted in this phase: its chain goes on
-                length = chain_len[token] + 1
+            phase = counters[_PHASE]
+            if hit < p or hit_phase != phase:
+                hit, hit_phase = last + 1, phase
+                for q in range(p, last + 1):
+                    if chain_phase[offset[v] + q - 1] == phase:
+                        hit = q
+                        break
+            if hit > p:
+                g, taken, level, cut, above = _furthest_run(
+                    hit - p, floor, kept, heap, rank, value, where, counters, group, ids
+                )
+                for i in range(g):
+                    u = group[i]
+                    depth = floor[u] + kept[u]
+                    if i < above:
+                        depth = level - 1 if u >= cut else level
+                    lo, hi = offset[u] + depth - floor[u], offset[u] + kept[u]  # the tokens u gives up
+                    chain_len[lo:hi] = 1
+                    chain_phase[lo:hi] = phase
+                    kept[u] = depth - floor[u]
+                    if kept[u] == 0:
+                        _emptied(u, pool, parent, children, marked, key, floor, kept)
+                    else:
+                        _push(u, key[u], depth * nodes + u, heap, rank, value, where, counters)
+            else:
+                taken = 1
+                token = offset[v] + p - 1
+                length = chain_len[token] + 1  # evicted in this phase: its chain goes on
                 chain_phase[token] = 0
-            if length <= threshold:
-                u = heap[0]
-            else:
-                m = counters[_CANDIDATES]
-                u = _fenwick_select(tree, 0 if m == 1 else bounded_draw(next_uint32, rng_state, m))
-            evicted = offset[u] + kept[u] - 1
-            chain_len[evicted] = length
-            chain_phase[evicted] = counters[_PHASE]
-            kept[u] -= 1
-            freed += 1
-            if kept[u] == 0:
-                _leave(u, pool)
-                up = parent[u]
-                children[up] -= 1
-                if up != 0 and children[up] == 0 and marked[up] == 0:
-                    _join(up, pool, key, floor[up] + kept[up])
-            else:
-                i = where[u]
-                value[i] -= nodes  # one token shallower
-                _sift_down(i, counters[_HEAP], pool[2], pool[3], value, where)
+                if length <= threshold:
+                    u = heap[0]
+                else:
+                    m = counters[_CANDIDATES]
+                    u = _fenwick_select(tree, 0 if m == 1 else bounded_draw(next_uint32, rng_state, m))
+                evicted = offset[u] + kept[u] - 1
+                chain_len[evicted] = length
+                chain_phase[evicted] = phase
+                kept[u] -= 1
+                if kept[u] == 0:
+                    _emptied(u, pool, parent, children, marked, key, floor, kept)
+                else:
+                    i = where[u]
+                    value[i] -= nodes  # one token shallower
+                    _sift_down(i, counters[_HEAP], heap, rank, value, where)
+            p += taken
+            freed += taken
+        if p <= last:
+            raise RuntimeError(_ROUND_LIMIT)
     return freed
 
 
@@ -206,8 +316,8 @@ def _evict(
 def serve_batches(
     ends, batch, hits, parent, floor, edge_len, offset, child_start, child_list, request_offsets, request_edges,
     predicted, kept, children, marked, key, candidate, tree, heap, rank, value, where, counters, chain_len,
-    chain_phase, on_path, batch_edges, told, path, run_edge, run_first, run_last, budget, allocation, threshold,
-    next_uint32, rng_state,
+    chain_phase, on_path, batch_edges, told, path, run_edge, run_first, run_last, group, ids, budget, allocation,
+    threshold, next_uint32, rng_state,
 ):  # fmt: skip
     """Serve the queries ending at trie nodes ``ends`` in batches of ``batch`` (module docstring), writing their
     hits; step ``counters[_STEP] + 1`` is the first batch's."""
@@ -275,8 +385,8 @@ def serve_batches(
             run_first[first] += skip
             freed = _evict(
                 run_edge[first:], run_first[first:], run_last[first:], runs - first, overflow, on_path, parent,
-                floor, offset, kept, children, marked, key, pool, chain_len, chain_phase, threshold, next_uint32,
-                rng_state,
+                floor, offset, kept, children, marked, key, pool, chain_len, chain_phase, threshold, group, ids,
+                next_uint32, rng_state,
             )  # fmt: skip
             if freed < 0:
                 raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
@@ -292,7 +402,28 @@ def serve_batches(
             on_path[v] = 0
 
 
-class CompiledPredictiveMarker(KernelServed):
+class ToldKernel(KernelServed):
+    """A compiled core of a policy that follows predictions (predictive-marker's here, guard's, lnonmarker's and
+    bo-rlt-switch's): it serves only the schedule its predictions were made for, and ``self._counters[_step_cell]``
+    counts the batches served."""
+
+    _step_cell = _STEP
+
+    def serve_all(self, batch: int) -> np.ndarray:
+        """Every query's hits, in batches of ``batch``, for the schedule the predictions were made for."""
+        requests = Requests.of(self.trie, batches(len(self._ends), batch))
+        made = self._predictions.requests
+        if not (np.array_equal(requests.edges, made.edges) and np.array_equal(requests.offsets, made.offsets)):
+            raise InputError(f"policy {self.name!r}: the batches are not the ones the predictions were made for")
+        return super().serve_all(batch)
+
+    def serve(self, batch) -> list[int]:
+        on_paths = {v for j in batch for v in self.trie.path(j)}
+        self._predictions.told(int(self._counters[self._step_cell]) + 1, on_paths, self.name)
+        return super().serve(batch)
+
+
+class CompiledPredictiveMarker(ToldKernel):
     """predictive-marker (or a class of it bound to a predictor, ``policy``) served through
     :func:`serve_batches`: the same hits, batch for batch, and the same draws as the per-edge class from the same
     seed and ``predictions``."""
@@ -339,6 +470,7 @@ class CompiledPredictiveMarker(KernelServed):
         self._scratch = (
             np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.int64), np.zeros(n), np.zeros(n, dtype=np.int64),
             np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
+            np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
         )  # fmt: skip
         self._scalars = self._counters
         self._rng = np.random.default_rng(seed)  # kept alive: the kernel draws from its state
@@ -350,19 +482,6 @@ class CompiledPredictiveMarker(KernelServed):
     def phases(self) -> int:
         """Phases so far (as PredictiveMarker.phases)."""
         return int(self._counters[_PHASE])
-
-    def serve_all(self, batch: int) -> np.ndarray:
-        """Every query's hits, in batches of ``batch``, for the schedule the predictions were made for."""
-        requests = Requests.of(self.trie, batches(len(self._ends), batch))
-        made = self._predictions.requests
-        if not (np.array_equal(requests.edges, made.edges) and np.array_equal(requests.offsets, made.offsets)):
-            raise InputError(f"policy {self.name!r}: the batches are not the ones the predictions were made for")
-        return super().serve_all(batch)
-
-    def serve(self, batch) -> list[int]:
-        on_paths = {v for j in batch for v in self.trie.path(j)}
-        self._predictions.told(int(self._counters[_STEP]) + 1, on_paths, self.name)
-        return super().serve(batch)
 
     def cached_prefix(self, j: int) -> int:
         return int(cached_prefix_of(self._parent, self._state[0], self._ends[j]))

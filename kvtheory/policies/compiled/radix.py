@@ -10,7 +10,7 @@ tree held in int64 arrays instead of Python objects, so the two give the same hi
   holds its first token), number of children, ``mid`` (its one child when d1 falls strictly inside
   a trie edge), the clock of the last batch that walked it (``lock``), whether it is alive, and stamp.
   The first :data:`TREE_ROWS` rows are the tree itself, and the functions that walk, split, grow and cut
-  it (:func:`walk_step`, :func:`split_node`, :func:`attach_leaf`, :func:`remove_leaf`, :func:`cut_tail`)
+  it (:func:`descend`, :func:`split_node`, :func:`attach_leaf`, :func:`remove_leaf`, :func:`cut_tail`)
   are shared with rlt-authors' kernel (:mod:`kvtheory.policies.compiled.authors`).
 - Per trie node v (rows of ``state``): ``first[v]``, the dynamic node holding the head token of edge v
   (-1 if uncached); ``kept[v]``, the tokens of edge v cached (from the edge's head); ``seen[v]``, the
@@ -44,7 +44,8 @@ _CORES_PER_NODE = " of the compiled cores exceeded its step limit of one step pe
 _LOAD_PATH_LIMIT = "internal error: kernel load_path" + _PER_NODE
 _UNCACHE_LIMIT = "internal error: kernel uncache" + _PER_NODE
 _SPLIT_NODE_LIMIT = "internal error: kernel split_node" + _PER_NODE
-_WALK_STEP_LIMIT = "internal error: kernel walk_step" + _PER_PATH
+_DESCEND_PATH_LIMIT = "internal error: kernel descend" + _PER_PATH
+_DESCEND_LIMIT = "internal error: kernel descend" + _PER_WALK
 _MATCH_LIMIT = "internal error: kernel _match" + _PER_WALK
 _ATTACH_LEAF_LIMIT = "internal error: kernel attach_leaf" + _PER_NODE
 _FIRST_KEY_LIMIT = "internal error: kernel first_key" + _PER_BUFFER
@@ -167,58 +168,58 @@ def _split(tr, state, nodes, hp, sc, c, at):
 
 
 @njit(cache=True)
-def walk_step(tr, state, nodes, path, plen, node, matched, i):
-    """One step down the longest cached prefix of the path in ``path[:plen]``, from ``node`` at matched depth
-    ``matched``; ``i`` is where the previous step left the path. Return (i, the child entered or -1 if the
-    prefix ends at ``node``, the trie node where the prefix ends strictly inside that child or -1 if the
-    child is matched whole)."""
+def descend(tr, state, nodes, path, plen):
+    """(last node matched whole, its depth, the node the cached prefix of the path in ``path[:plen]`` ends
+    strictly inside or -1, the trie node where it ends there). Changes nothing."""
     end = path[plen - 1]
-    for k in range(i, plen):  # the path's end lies deeper than ``matched``: found before ``plen``
-        if tr[T_DEPTH, path[k]] > matched:
-            i = k
-            break
-    else:
-        raise RuntimeError(_WALK_STEP_LIMIT)
-    child = _child(tr, state, nodes, node, path[i])
-    if child < 0 or _is_ancestor(tr, nodes[N_BOTTOM, child], end):
-        return i, child, -1
-    j = i
-    for k in range(i + 1, plen):  # bounded by the path itself
-        if not _is_ancestor(tr, path[k], nodes[N_BOTTOM, child]):
-            break
-        j = k
-    return i, child, path[j]
-
-
-@njit(cache=True)
-def _match(tr, state, nodes, hp, sc, path, plen, mutate):
-    """(last node, matched depth) of the longest cached prefix of the path in ``path[:plen]``.
-
-    With ``mutate`` (serving), every node walked is stamped now if the policy refreshes, locked for this
-    batch, and a node the query leaves in its middle is split there (after its refresh)."""
-    clock = sc[C_CLOCK]
-    length = tr[T_DEPTH, path[plen - 1]]
+    length = tr[T_DEPTH, end]
     node, matched, i = 0, 0, 0
     rounds_left = length + 1  # every step goes at least one token deeper: at most ``length`` steps
     while matched < length:
         if rounds_left == 0:
-            raise RuntimeError(_MATCH_LIMIT)
+            raise RuntimeError(_DESCEND_LIMIT)
         rounds_left -= 1
-        i, child, at = walk_step(tr, state, nodes, path, plen, node, matched, i)
+        for k in range(i, plen):  # the path's end lies deeper than ``matched``: found before ``plen``
+            if tr[T_DEPTH, path[k]] > matched:
+                i = k
+                break
+        else:
+            raise RuntimeError(_DESCEND_PATH_LIMIT)
+        child = _child(tr, state, nodes, node, path[i])
         if child < 0:
             break
-        if mutate and sc[C_REFRESH]:
-            nodes[N_STAMP, child] = clock
-        if at < 0:
-            reach = nodes[N_D1, child]
-        else:
-            reach = tr[T_DEPTH, at]
-            if not mutate:
-                return child, reach
-            child = _split(tr, state, nodes, hp, sc, child, at)
-        if mutate:
-            nodes[N_LOCK, child] = clock
-        node, matched = child, reach
+        if not _is_ancestor(tr, nodes[N_BOTTOM, child], end):
+            j = i
+            for k in range(i + 1, plen):  # bounded by the path itself
+                if not _is_ancestor(tr, path[k], nodes[N_BOTTOM, child]):
+                    break
+                j = k
+            return node, matched, child, path[j]
+        node, matched = child, nodes[N_D1, child]
+    return node, matched, -1, -1
+
+
+@njit(cache=True)
+def _match(tr, state, nodes, hp, sc, path, plen):
+    """(last node, matched depth) of the longest cached prefix of the path in ``path[:plen]``, as serving
+    matches it: a node the query leaves in its middle is split there (after its refresh), and every node of
+    the matched root path is stamped now if the policy refreshes, and locked for this batch."""
+    clock = sc[C_CLOCK]
+    node, matched, inside, at = descend(tr, state, nodes, path, plen)
+    if inside >= 0:
+        if sc[C_REFRESH]:
+            nodes[N_STAMP, inside] = clock
+        node, matched = _split(tr, state, nodes, hp, sc, inside, at), tr[T_DEPTH, at]
+    x = node
+    rounds_left = matched + 1  # up a root path of nodes of a token or more: at most ``matched`` steps
+    while x != 0:
+        if rounds_left == 0:
+            raise RuntimeError(_MATCH_LIMIT)
+        rounds_left -= 1
+        if sc[C_REFRESH]:
+            nodes[N_STAMP, x] = clock
+        nodes[N_LOCK, x] = clock
+        x = nodes[N_PARENT, x]
     return node, matched
 
 
@@ -376,7 +377,7 @@ def radix_serve(tr, state, nodes, hp, sc, path, ends, batch, hits):
         missing = 0
         for q in range(start, stop):
             plen = load_path(tr, ends[q], path)
-            node, matched = _match(tr, state, nodes, hp, sc, path, plen, True)
+            node, matched = _match(tr, state, nodes, hp, sc, path, plen)
             hits[q] = matched
             starts[q - start] = node
             for i in range(plen):
@@ -390,7 +391,7 @@ def radix_serve(tr, state, nodes, hp, sc, path, ends, batch, hits):
         for q in range(start, stop):
             plen = load_path(tr, ends[q], path)
             if size > 1:
-                node, matched = _match(tr, state, nodes, hp, sc, path, plen, True)
+                node, matched = _match(tr, state, nodes, hp, sc, path, plen)
             else:
                 node, matched = starts[0], hits[q]
             _insert(tr, state, nodes, hp, sc, path, plen, node, matched)
@@ -431,7 +432,6 @@ class CompiledRadix(KernelServed):
         self._state = np.zeros((3, n), dtype=np.int64)
         self._state[S_FIRST] = -1
         self._nodes = np.zeros((TREE_ROWS + 1, 64), dtype=np.int64)
-        self._nodes[N_BOTTOM, 0] = 0
         self._nodes[N_MID, 0] = -1
         self._nodes[N_ALIVE, 0] = 1
         self._heap = np.zeros((2, 64), dtype=np.int64)

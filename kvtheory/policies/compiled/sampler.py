@@ -7,7 +7,7 @@ radix edge v with ``children[v]`` cached children, the candidates (cached, child
 sit in a pool in the per-edge class's order, and evictions are blocks of ``rng.integers(0, n,
 size=...)`` draws over the n candidates, cut just after the first draw that empties an edge. Paths are
 walked through the trie's parent array; all state is int64 / uint8 numpy arrays indexed by trie node:
-O(edges + queries) memory. The kernel: :func:`run_batches` (a batch: :func:`serve_batch`); its object:
+O(edges + queries) memory. The kernel: :func:`run_batches`; its object:
 :class:`CompiledLeafSampler` (tests/policies/test_sampler_core.py compares it with the per-edge classes).
 """
 
@@ -26,8 +26,8 @@ _PER_DRAW = " of the compiled sampler core exceeded its step limit of 256 reject
 _PER_NODE = " of the compiled sampler core exceeded its step limit of one step per trie node"
 _PER_EVICTION = " of the compiled sampler core exceeded its step limit of tokens + marked edges + 1 rounds"
 _BOUNDED_DRAW_LIMIT = "internal error: kernel bounded_draw" + _PER_DRAW
-_SERVE_BATCH_NODE_LIMIT = "internal error: kernel serve_batch" + _PER_NODE
-_SERVE_BATCH_EVICT_LIMIT = "internal error: kernel serve_batch" + _PER_EVICTION
+_RUN_BATCHES_NODE_LIMIT = "internal error: kernel run_batches" + _PER_NODE
+_RUN_BATCHES_EVICT_LIMIT = "internal error: kernel run_batches" + _PER_EVICTION
 
 # indices into the int64 ``counters`` array of a sampler's state
 _SIZE, _POOL, _MARKED, _STEP, _PHASES = 0, 1, 2, 3, 4
@@ -155,136 +155,124 @@ def _new_phase(step, kept, children, marked, listed, marked_list, pool, slot, se
 
 
 @njit(cache=True)
-def serve_batch(
-    ends, hits, parent, edge_len, kept, children, marked, listed, marked_list, pool, slot, seen,
-    scratch, counters, budget, next_uint32, rng_state, marking, allocation, min_block,
+def run_batches(
+    ends, batch, hits, parent, edge_len, kept, children, marked, listed, marked_list, pool, slot, seen, scratch,
+    counters, budget, next_uint32, rng_state, marking, allocation, min_block,
 ):  # fmt: skip
-    """Serve the batch of queries ending at trie nodes ``ends``; write each query's hits into ``hits``.
+    """Serve the queries ending at trie nodes ``ends`` in consecutive batches of ``batch`` (the last may be
+    shorter), writing each query's hits into ``hits``.
 
-    As LeafTokenSampler.serve: hits against the cache before the batch; the batch's edges (ascending
-    ids) are marked and leave the pool; with ``missing`` uncached tokens overflowing the budget by
-    ``overflow`` > 0, evict ``overflow`` tokens (shortfall) or ``missing`` (``allocation``, stopping
+    Per batch, as LeafTokenSampler.serve: hits against the cache before the batch; the batch's edges
+    (ascending ids) are marked and leave the pool; with ``missing`` uncached tokens overflowing the budget
+    by ``overflow`` > 0, evict ``overflow`` tokens (shortfall) or ``missing`` (``allocation``, stopping
     early only when nothing is left to evict, an error before ``overflow``); an empty pool starts a new
     phase (``marking``, RLT) or is the end of what can be evicted. Then the batch's paths are filled and,
     without marking (random-leaf), unmarked again in ascending ids.
     """
     n_nodes = kept.size
-    step = counters[_STEP]
-    counters[_STEP] += 1
     on = scratch[:n_nodes]
     drawn = scratch[n_nodes : 2 * n_nodes]
     touched = scratch[2 * n_nodes :]
-    n_on = 0
-    for i in range(ends.size):
-        h = 0
-        v = ends[i]
-        rounds_left = n_nodes  # a root path: at most (trie nodes - 1) nodes below the root
-        while v != 0:
-            if rounds_left == 0:
-                raise RuntimeError(_SERVE_BATCH_NODE_LIMIT)
-            rounds_left -= 1
-            h += kept[v]
-            if seen[v] != step:
-                seen[v] = step
-                on[n_on] = v
-                n_on += 1
-            v = parent[v]
-        hits[i] = h
-    on[:n_on].sort()
     pool_size = counters[_POOL : _POOL + 1]
-    missing = 0
-    for i in range(n_on):
-        v = on[i]
-        marked[v] = 1
-        _leave_pool(pool, slot, pool_size, v)
-        if marking and listed[v] == 0:
-            listed[v] = 1
-            marked_list[counters[_MARKED]] = v
-            counters[_MARKED] += 1
-        missing += edge_len[v] - kept[v]
-    overflow = counters[_SIZE] + missing - budget
-    if overflow > 0:
-        tokens = missing if allocation else overflow
-        freed = 0
-        # each round frees at least one token (a block takes at least one draw), starts a phase that unmarks
-        # at least one edge, or ends: at most tokens + marked edges + 1 rounds
-        rounds_left = tokens + counters[_MARKED] + 1
-        while tokens > 0:
-            if rounds_left == 0:
-                raise RuntimeError(_SERVE_BATCH_EVICT_LIMIT)
-            rounds_left -= 1
-            if pool_size[0] == 0:
-                if marking and _new_phase(
-                    step, kept, children, marked, listed, marked_list, pool, slot, seen, counters
-                ):
-                    continue
-                if freed >= overflow:
-                    break
-                raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
-            m = pool_size[0]
-            block = tokens
-            if tokens > min_block and tokens > 2 * m:  # else the block is ``tokens`` whatever c is (c >= 1)
-                smallest = kept[pool[0]]
-                for i in range(1, m):
-                    smallest = min(smallest, kept[pool[i]])
-                    if 2 * m * smallest <= min_block:
-                        break
-                block = min(tokens, max(2 * m * smallest, min_block))
-            taken, n_touched, emptied = 0, 0, -1
-            while taken < block:  # a draw per round: at most ``block`` rounds
-                taken += 1
-                v = pool[0] if m == 1 else pool[bounded_draw(next_uint32, rng_state, m)]
-                if drawn[v] == 0:
-                    touched[n_touched] = v
-                    n_touched += 1
-                drawn[v] += 1
-                if drawn[v] == kept[v]:
-                    emptied = v
-                    break
-            if m > 1:  # the rest of the block is drawn (the stream moves past it) but not applied
-                for _ in range(block - taken):
-                    bounded_draw(next_uint32, rng_state, m)
-            for i in range(n_touched):
-                v = touched[i]
-                kept[v] -= drawn[v]
-                drawn[v] = 0
-            if emptied >= 0:
-                _emptied(emptied, parent, children, marked, pool, slot, counters)
-            tokens -= taken
-            freed += taken
-            counters[_SIZE] -= taken
-    for i in range(n_on):
-        v = on[i]
-        if kept[v] < edge_len[v]:
-            if kept[v] == 0:
-                children[parent[v]] += 1
-            counters[_SIZE] += edge_len[v] - kept[v]
-            kept[v] = edge_len[v]
-    if not marking:
-        for i in range(n_on):
-            v = on[i]
-            marked[v] = 0
-            if children[v] == 0:
-                _join_pool(pool, slot, pool_size, v)
-
-
-@njit(cache=True)
-def run_batches(
-    ends, batch, hits, parent, edge_len, kept, children, marked, listed, marked_list, pool, slot, seen, scratch,
-    counters, budget, next_uint32, rng_state, marking, allocation, min_block,
-):  # fmt: skip
-    """Serve the queries ending at trie nodes ``ends`` in consecutive batches of ``batch`` through
-    :func:`serve_batch`, writing each query's hits into ``hits``."""
     for start in range(0, ends.size, batch):
         stop = min(start + batch, ends.size)
-        serve_batch(
-            ends[start:stop], hits[start:stop], parent, edge_len, kept, children, marked, listed, marked_list,
-            pool, slot, seen, scratch, counters, budget, next_uint32, rng_state, marking, allocation, min_block,
-        )  # fmt: skip
+        step = counters[_STEP]
+        counters[_STEP] += 1
+        n_on = 0
+        for i in range(start, stop):
+            h = 0
+            v = ends[i]
+            rounds_left = n_nodes  # a root path: at most (trie nodes - 1) nodes below the root
+            while v != 0:
+                if rounds_left == 0:
+                    raise RuntimeError(_RUN_BATCHES_NODE_LIMIT)
+                rounds_left -= 1
+                h += kept[v]
+                if seen[v] != step:
+                    seen[v] = step
+                    on[n_on] = v
+                    n_on += 1
+                v = parent[v]
+            hits[i] = h
+        on[:n_on].sort()
+        missing = 0
+        for i in range(n_on):
+            v = on[i]
+            marked[v] = 1
+            _leave_pool(pool, slot, pool_size, v)
+            if marking and listed[v] == 0:
+                listed[v] = 1
+                marked_list[counters[_MARKED]] = v
+                counters[_MARKED] += 1
+            missing += edge_len[v] - kept[v]
+        overflow = counters[_SIZE] + missing - budget
+        if overflow > 0:
+            tokens = missing if allocation else overflow
+            freed = 0
+            # each round frees at least one token (a block takes at least one draw), starts a phase that unmarks
+            # at least one edge, or ends: at most tokens + marked edges + 1 rounds
+            rounds_left = tokens + counters[_MARKED] + 1
+            while tokens > 0:
+                if rounds_left == 0:
+                    raise RuntimeError(_RUN_BATCHES_EVICT_LIMIT)
+                rounds_left -= 1
+                if pool_size[0] == 0:
+                    if marking and _new_phase(
+                        step, kept, children, marked, listed, marked_list, pool, slot, seen, counters
+                    ):
+                        continue
+                    if freed >= overflow:
+                        break
+                    raise RuntimeError("nothing left to evict: the batch footprint exceeds the budget")
+                m = pool_size[0]
+                block = tokens
+                if tokens > min_block and tokens > 2 * m:  # else the block is ``tokens`` whatever c is (c >= 1)
+                    smallest = kept[pool[0]]
+                    for i in range(1, m):
+                        smallest = min(smallest, kept[pool[i]])
+                        if 2 * m * smallest <= min_block:
+                            break
+                    block = min(tokens, max(2 * m * smallest, min_block))
+                taken, n_touched, emptied = 0, 0, -1
+                while taken < block:  # a draw per round: at most ``block`` rounds
+                    taken += 1
+                    v = pool[0] if m == 1 else pool[bounded_draw(next_uint32, rng_state, m)]
+                    if drawn[v] == 0:
+                        touched[n_touched] = v
+                        n_touched += 1
+                    drawn[v] += 1
+                    if drawn[v] == kept[v]:
+                        emptied = v
+                        break
+                if m > 1:  # the rest of the block is drawn (the stream moves past it) but not applied
+                    for _ in range(block - taken):
+                        bounded_draw(next_uint32, rng_state, m)
+                for i in range(n_touched):
+                    v = touched[i]
+                    kept[v] -= drawn[v]
+                    drawn[v] = 0
+                if emptied >= 0:
+                    _emptied(emptied, parent, children, marked, pool, slot, counters)
+                tokens -= taken
+                freed += taken
+                counters[_SIZE] -= taken
+        for i in range(n_on):
+            v = on[i]
+            if kept[v] < edge_len[v]:
+                if kept[v] == 0:
+                    children[parent[v]] += 1
+                counters[_SIZE] += edge_len[v] - kept[v]
+                kept[v] = edge_len[v]
+        if not marking:
+            for i in range(n_on):
+                v = on[i]
+                marked[v] = 0
+                if children[v] == 0:
+                    _join_pool(pool, slot, pool_size, v)
 
 
 def bit_source(rng: np.random.Generator) -> tuple:
-    """(the bit generator's next_uint32 C function, the address of its state) for :func:`serve_batch`, which
+    """(the bit generator's next_uint32 C function, the address of its state) for :func:`run_batches`, which
     draws through them as numpy's own ``rng.integers`` does (passing ``rng`` itself to a numba function
     costs about 9 us a call, these two about 1 us)."""
     bits = rng.bit_generator.ctypes
