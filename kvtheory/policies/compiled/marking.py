@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from kvtheory.policies.compiled.predictive import ToldKernel, _fenwick_add, _fenwick_select, water_level
+from kvtheory.policies.compiled.predictive import ToldKernel, _fenwick_add, _fenwick_select, batch_keys, water_level
 from kvtheory.policies.compiled.radix import cached_prefix_of
 from kvtheory.policies.compiled.sampler import bit_source, bounded_draw
 
@@ -484,20 +484,8 @@ def serve_batches(
                     run_edge[runs], run_first[runs], run_last[runs] = u, kept[u] + 1, edge_len[u]
                     runs += 1
                     missing += edge_len[u] - kept[u]
-        for r in range(request_offsets[step - 1], request_offsets[step]):
-            told[request_edges[r]] = predicted[r]
-        depth = np.empty(edges, dtype=np.int64)
-        for i in range(edges):
-            depth[i] = floor[batch_edges[i]] + edge_len[batch_edges[i]]
-        for i in np.argsort(-depth):  # children first: K(v) = min(p(v), K(c) over requested or cached c)
-            v = batch_edges[i]
-            value = told[v]
-            for c in child_list[child_start[v] : child_start[v + 1]]:
-                if on_path[c]:
-                    value = min(value, told[c])
-                elif kept[c] > 0:
-                    value = min(value, key[c])
-            told[v] = value
+        tree = (floor, edge_len, child_start, child_list)
+        batch_keys(step, request_offsets, request_edges, predicted, told, batch_edges, edges, tree, on_path, kept, key)
         if rule == LNONMARKER and counters[_PHASE_TOKENS] >= k:  # k distinct tokens requested: a new phase
             _new_phase(rule, False, on_path, marked, children, edge_len, pools, ranks)
         for i in range(edges):

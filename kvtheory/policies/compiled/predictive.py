@@ -313,6 +313,29 @@ def _evict(
 
 
 @njit(cache=True)
+def batch_keys(step, request_offsets, request_edges, predicted, told, batch_edges, edges, tree, on_path, kept, key):
+    """``told[v]`` = K(v) = min(p(v), K(c) over v's child edges c requested now or cached) for the batch's ``edges``
+    edges ``batch_edges`` (flagged in ``on_path``), children first, from the predictions p of step ``step``; ``key``
+    holds the cached edges' keys and ``tree`` is (floor, edge_len, child_start, child_list). Shared by the
+    predictive-marker, guard/lnonmarker and bo-rlt-switch cores."""
+    floor, edge_len, child_start, child_list = tree
+    for r in range(request_offsets[step - 1], request_offsets[step]):
+        told[request_edges[r]] = predicted[r]
+    depth = np.empty(edges, dtype=np.int64)
+    for i in range(edges):
+        depth[i] = floor[batch_edges[i]] + edge_len[batch_edges[i]]
+    for i in np.argsort(-depth):  # children first: K(v) = min(p(v), K(c) over requested or cached c)
+        v = batch_edges[i]
+        value = told[v]
+        for c in child_list[child_start[v] : child_start[v + 1]]:
+            if on_path[c]:
+                value = min(value, told[c])
+            elif kept[c] > 0:
+                value = min(value, key[c])
+        told[v] = value
+
+
+@njit(cache=True)
 def serve_batches(
     ends, batch, hits, parent, floor, edge_len, offset, child_start, child_list, request_offsets, request_edges,
     predicted, kept, children, marked, key, candidate, tree, heap, rank, value, where, counters, chain_len,
@@ -356,20 +379,8 @@ def serve_batches(
                     run_edge[runs], run_first[runs], run_last[runs] = u, kept[u] + 1, edge_len[u]
                     runs += 1
                     missing += edge_len[u] - kept[u]
-        for r in range(request_offsets[step - 1], request_offsets[step]):
-            told[request_edges[r]] = predicted[r]
-        depth = np.empty(edges, dtype=np.int64)
-        for i in range(edges):
-            depth[i] = floor[batch_edges[i]] + edge_len[batch_edges[i]]
-        for i in np.argsort(-depth):  # children first: K(v) = min(p(v), K(c) over requested or cached c)
-            v = batch_edges[i]
-            value = told[v]
-            for c in child_list[child_start[v] : child_start[v + 1]]:
-                if on_path[c]:
-                    value = min(value, told[c])
-                elif kept[c] > 0:
-                    value = min(value, key[c])
-            told[v] = value
+        tree = (floor, edge_len, child_start, child_list)
+        batch_keys(step, request_offsets, request_edges, predicted, told, batch_edges, edges, tree, on_path, kept, key)
         for i in range(edges):
             marked[batch_edges[i]] = 1
             _leave(batch_edges[i], pool)

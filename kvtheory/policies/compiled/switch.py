@@ -39,7 +39,7 @@ from numba import njit
 
 from kvtheory.errors import InputError
 from kvtheory.policies.bo_rlt_switch import FACTOR
-from kvtheory.policies.compiled.predictive import ToldKernel
+from kvtheory.policies.compiled.predictive import ToldKernel, batch_keys
 from kvtheory.policies.compiled.radix import cached_prefix_of
 from kvtheory.policies.compiled.sampler import SamplerState, bit_source, run_batches
 from kvtheory.policies.edge_cache import _MIN_BLOCK
@@ -301,20 +301,8 @@ def _serve_blind_oracle(edges, batch_edges, on_path, step, trie, told_by, oracle
     request_offsets, request_edges, predicted = told_by
     kept, key, told, heap, hkey, hval, where, band, slot = oracle[:9]
     nodes = kept.size
-    for r in range(request_offsets[step - 1], request_offsets[step]):
-        told[request_edges[r]] = predicted[r]
-    depth = np.empty(edges, dtype=np.int64)
-    for i in range(edges):
-        depth[i] = floor[batch_edges[i]] + edge_len[batch_edges[i]]
-    for i in np.argsort(-depth):  # children first: K(v) = min(p(v), K(c) over requested or cached c)
-        v = batch_edges[i]
-        value = told[v]
-        for c in child_list[child_start[v] : child_start[v + 1]]:
-            if on_path[c]:
-                value = min(value, told[c])
-            elif kept[c] > 0:
-                value = min(value, key[c])
-        told[v] = value
+    tree = (floor, edge_len, child_start, child_list)
+    batch_keys(step, request_offsets, request_edges, predicted, told, batch_edges, edges, tree, on_path, kept, key)
     held = missing = 0
     for i in range(edges):
         v = batch_edges[i]
