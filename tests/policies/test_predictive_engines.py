@@ -14,6 +14,7 @@ from kvtheory import InputError, run_policy
 from kvtheory.model.batches import batches
 from kvtheory.model.predictions import predict
 from kvtheory.policies import dispatch
+from kvtheory.policies.blind_oracle import BlindOracle
 from kvtheory.policies.compiled.predictive import CompiledPredictiveMarker
 from kvtheory.policies.predictive_marker import PredictiveMarker
 from kvtheory.workloads import generate
@@ -114,7 +115,7 @@ def test_a_whole_run_on_the_compiled_core_is_the_per_edge_engine(family):
                 assert python.eta == compiled.eta
 
 
-def test_auto_takes_the_core_from_its_token_threshold_and_only_predictive_marker_has_one():
+def test_auto_takes_the_core_from_its_token_threshold_and_a_subclass_has_none_unless_it_opts_in():
     workload = generate("random-tree", seed=0)
     told = predict(workload.trie, list(batches(len(workload), 1)), "oracle")
     cls = PredictiveMarker
@@ -123,8 +124,12 @@ def test_auto_takes_the_core_from_its_token_threshold_and_only_predictive_marker
     assert isinstance(made, CompiledPredictiveMarker) != below
     made = dispatch.told_object(cls, workload.trie, workload.max_length, told, backend="compiled")
     assert isinstance(made, CompiledPredictiveMarker)
-    with pytest.raises(InputError, match="'blind-oracle@oracle' has no compiled engine"):
-        run_policy(workload, workload.max_length, "blind-oracle@oracle", backend="compiled")
+
+    class OwnBlindOracle(BlindOracle):  # a rule of its own: no core until it opts in (compiled_core = True)
+        name = "own-blind-oracle"
+
+    with pytest.raises(InputError, match="'own-blind-oracle' has no compiled engine"):
+        run_policy(workload, workload.max_length, OwnBlindOracle, backend="compiled", predictor="oracle")
 
 
 def test_the_compiled_core_refuses_predictions_made_for_other_batches():

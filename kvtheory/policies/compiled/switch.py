@@ -437,6 +437,46 @@ def serve_batches(ends, batch, hits, trie, told_by, oracle, sampler, cache, coun
             counters[_SWITCHES] += 1
 
 
+@njit(cache=True)
+def serve_blind_oracle(ends, batch, hits, trie, told_by, oracle, scratch, counters, budget, allocation):
+    """blind-oracle alone (its own compiled core): each query's hits from blind-oracle's cache, then its books
+    (:func:`_serve_blind_oracle`) on the batch's edges, batch by batch; step ``counters[_STEP] + 1`` is the first."""
+    parent = trie[0]
+    kept = oracle[0]
+    on_path, batch_edges, path = scratch
+    n = parent.size
+    for start in range(0, ends.size, batch):
+        stop = min(start + batch, ends.size)
+        counters[_STEP] += 1
+        step = counters[_STEP]
+        if step >= told_by[0].size:
+            raise RuntimeError(_PAST_PREDICTIONS)
+        edges = 0
+        for q in range(start, stop):
+            length = 0
+            v = ends[q]
+            for _ in range(n):
+                if v == 0:
+                    break
+                path[length] = v
+                length += 1
+                v = parent[v]
+            if v != 0:
+                raise RuntimeError(_PATH_LIMIT)
+            total = 0
+            for i in range(length):
+                u = path[i]
+                total += kept[u]
+                if not on_path[u]:
+                    on_path[u] = 1
+                    batch_edges[edges] = u
+                    edges += 1
+            hits[q] = total
+        _serve_blind_oracle(edges, batch_edges, on_path, step, trie, told_by, oracle, budget, allocation, counters)
+        for i in range(edges):
+            on_path[batch_edges[i]] = 0
+
+
 class CompiledSwitch(ToldKernel):
     """bo-rlt-switch (or a class of it bound to a predictor, ``policy``) served through :func:`serve_batches`: the
     same hits, batch for batch, and the same draws as the per-edge class from the same seed and ``predictions``."""
@@ -505,4 +545,27 @@ class CompiledSwitch(ToldKernel):
         serve_batches(
             ends, int(batch), hits, self._trie, self._told_by, self._oracle, self._sampler, self._cache,
             self._counters, self.budget, self.evict_amount == "allocation", self._bits,
+        )  # fmt: skip
+
+
+class CompiledBlindOracle(CompiledSwitch):
+    """blind-oracle (or a class of it bound to a predictor, ``policy``) served through :func:`serve_blind_oracle`,
+    the blind-oracle part of :class:`CompiledSwitch` alone: the same hits, batch for batch, as the per-edge class
+    (:class:`~kvtheory.policies.furthest.FurthestKeyCache`) told the same ``predictions``."""
+
+    randomized = False
+    _SIZE_CELL = _BO_SIZE
+
+    def __init__(self, policy: type, trie, budget: int, *, seed=None, evict_amount="shortfall", predictions=None):
+        super().__init__(policy, trie, budget, seed=seed, evict_amount=evict_amount, predictions=predictions)
+        self._state = [self._oracle[0]]
+        self._scratch = self._cache[1], self._cache[2], self._cache[4]  # on the batch's paths, its edges, a path
+
+    def cached_prefix(self, j: int) -> int:
+        return int(cached_prefix_of(self._parent, self._oracle[0], self._ends[j]))
+
+    def _run(self, ends: np.ndarray, batch: int, hits: np.ndarray) -> None:
+        serve_blind_oracle(
+            ends, int(batch), hits, self._trie, self._told_by, self._oracle, self._scratch, self._counters,
+            self.budget, self.evict_amount == "allocation",
         )  # fmt: skip
