@@ -477,13 +477,11 @@ def serve_blind_oracle(ends, batch, hits, trie, told_by, oracle, scratch, counte
             on_path[batch_edges[i]] = 0
 
 
-class CompiledSwitch(ToldKernel):
-    """bo-rlt-switch (or a class of it bound to a predictor, ``policy``) served through :func:`serve_batches`: the
-    same hits, batch for batch, and the same draws as the per-edge class from the same seed and ``predictions``."""
+class _BlindOracleBooks(ToldKernel):
+    """What the bo-rlt-switch and blind-oracle cores share: the trie's arrays, the predictions told batch by batch
+    (``_told_by``), blind-oracle's books (``_oracle``) and the counters."""
 
-    randomized = True
     _KEPT_ROW = 0
-    _SIZE_CELL = _SIZE
     _step_cell = _STEP
 
     def __init__(self, policy: type, trie, budget: int, *, seed=None, evict_amount="shortfall", predictions=None):
@@ -512,6 +510,19 @@ class CompiledSwitch(ToldKernel):
             np.zeros(n, dtype=np.int64), np.full(n, -1, dtype=np.int64), np.zeros(1),  # the band, slots, its key
             np.zeros(n, dtype=np.int64),  # the edges lowered above the band
         )  # fmt: skip
+        self._scalars = self._counters = np.zeros(12, dtype=np.int64)
+
+
+class CompiledSwitch(_BlindOracleBooks):
+    """bo-rlt-switch (or a class of it bound to a predictor, ``policy``) served through :func:`serve_batches`: the
+    same hits, batch for batch, and the same draws as the per-edge class from the same seed and ``predictions``."""
+
+    randomized = True
+    _SIZE_CELL = _SIZE
+
+    def __init__(self, policy: type, trie, budget: int, *, seed=None, evict_amount="shortfall", predictions=None):
+        super().__init__(policy, trie, budget, seed=seed, evict_amount=evict_amount, predictions=predictions)
+        n = trie.n_nodes
         self._sampler = SamplerState(trie).arrays()
         self._cache = (
             np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.uint8),  # kept, on the batch's paths
@@ -520,7 +531,6 @@ class CompiledSwitch(ToldKernel):
             np.zeros(len(self._ends), dtype=np.int64),  # RLT's hits
         )  # fmt: skip
         self._state = [self._cache[0]]
-        self._scalars = self._counters = np.zeros(12, dtype=np.int64)
         self._rng = np.random.default_rng(seed)  # RLT's; kept alive: the kernel draws from its state
         self._bits = (*bit_source(self._rng), _MIN_BLOCK)
 
@@ -548,7 +558,7 @@ class CompiledSwitch(ToldKernel):
         )  # fmt: skip
 
 
-class CompiledBlindOracle(CompiledSwitch):
+class CompiledBlindOracle(_BlindOracleBooks):
     """blind-oracle (or a class of it bound to a predictor, ``policy``) served through :func:`serve_blind_oracle`,
     the blind-oracle part of :class:`CompiledSwitch` alone: the same hits, batch for batch, as the per-edge class
     (:class:`~kvtheory.policies.furthest.FurthestKeyCache`) told the same ``predictions``."""
@@ -558,8 +568,11 @@ class CompiledBlindOracle(CompiledSwitch):
 
     def __init__(self, policy: type, trie, budget: int, *, seed=None, evict_amount="shortfall", predictions=None):
         super().__init__(policy, trie, budget, seed=seed, evict_amount=evict_amount, predictions=predictions)
+        n = trie.n_nodes
         self._state = [self._oracle[0]]
-        self._scratch = self._cache[1], self._cache[2], self._cache[4]  # on the batch's paths, its edges, a path
+        self._scratch = (  # on the batch's paths, its edges, a path
+            np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
+        )  # fmt: skip
 
     def cached_prefix(self, j: int) -> int:
         return int(cached_prefix_of(self._parent, self._oracle[0], self._ends[j]))
