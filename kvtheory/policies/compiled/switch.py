@@ -374,45 +374,56 @@ def _evict_outside(tokens, overflow, kept, held, floor, outside):
 
 
 @njit(cache=True)
+def _gather(ends, start, stop, trie, kept, simulated, path, on_path, batch_edges, hits):
+    """Queries ``start`` .. ``stop`` - 1 of ``ends``: each one's hits on the cache ``kept`` (written to ``hits``) and
+    the batch's edges, each once (``batch_edges``, flagged in ``on_path``). Returns (edges, tokens missing from
+    ``kept``, the batch's hits on the cache ``simulated``, the batch's tokens)."""
+    parent, floor, edge_len = trie[0], trie[1], trie[2]
+    edges = missing = simulated_hits = tokens = 0
+    for q in range(start, stop):
+        length = 0
+        v = ends[q]
+        for _ in range(parent.size):
+            if v == 0:
+                break
+            path[length] = v
+            length += 1
+            v = parent[v]
+        if v != 0:
+            raise RuntimeError(_PATH_LIMIT)
+        total = 0
+        for i in range(length):
+            u = path[i]
+            total += kept[u]
+            simulated_hits += simulated[u]
+            if not on_path[u]:
+                on_path[u] = 1
+                batch_edges[edges] = u
+                edges += 1
+                missing += edge_len[u] - kept[u]
+        hits[q] = total
+        tokens += floor[ends[q]] + edge_len[ends[q]]
+    return edges, missing, simulated_hits, tokens
+
+
+@njit(cache=True)
 def serve_batches(ends, batch, hits, trie, told_by, oracle, sampler, cache, counters, budget, allocation, bits):
     """Serve the queries ending at trie nodes ``ends`` in batches of ``batch`` (module docstring), writing their
     hits; step ``counters[_STEP] + 1`` is the first batch's."""
-    parent, floor, edge_len = trie[0], trie[1], trie[2]
+    floor, edge_len = trie[1], trie[2]
     kept, on_path, batch_edges, outside, path, rlt_hits = cache
     bo_kept = oracle[0]
     rlt_kept = sampler[2]
     next_uint32, rng_state, min_block = bits
-    n = parent.size
     for start in range(0, ends.size, batch):
         stop = min(start + batch, ends.size)
         counters[_STEP] += 1
         step = counters[_STEP]
         if step >= told_by[0].size:
             raise RuntimeError(_PAST_PREDICTIONS)
-        edges = missing = tokens = bo_hits = 0
-        for q in range(start, stop):
-            length = 0
-            v = ends[q]
-            for _ in range(n):
-                if v == 0:
-                    break
-                path[length] = v
-                length += 1
-                v = parent[v]
-            if v != 0:
-                raise RuntimeError(_PATH_LIMIT)
-            total = 0
-            for i in range(length):
-                u = path[i]
-                total += kept[u]
-                bo_hits += bo_kept[u]
-                if not on_path[u]:
-                    on_path[u] = 1
-                    batch_edges[edges] = u
-                    edges += 1
-                    missing += edge_len[u] - kept[u]
-            hits[q] = total
-            tokens += floor[ends[q]] + edge_len[ends[q]]
+        edges, missing, bo_hits, tokens = _gather(
+            ends, start, stop, trie, kept, bo_kept, path, on_path, batch_edges, hits
+        )
         _serve_blind_oracle(edges, batch_edges, on_path, step, trie, told_by, oracle, budget, allocation, counters)
         run_batches(
             ends[start:stop], stop - start, rlt_hits[: stop - start], *sampler, budget, next_uint32, rng_state, True,
@@ -441,37 +452,15 @@ def serve_batches(ends, batch, hits, trie, told_by, oracle, sampler, cache, coun
 def serve_blind_oracle(ends, batch, hits, trie, told_by, oracle, scratch, counters, budget, allocation):
     """blind-oracle alone (its own compiled core): each query's hits from blind-oracle's cache, then its books
     (:func:`_serve_blind_oracle`) on the batch's edges, batch by batch; step ``counters[_STEP] + 1`` is the first."""
-    parent = trie[0]
     kept = oracle[0]
     on_path, batch_edges, path = scratch
-    n = parent.size
     for start in range(0, ends.size, batch):
         stop = min(start + batch, ends.size)
         counters[_STEP] += 1
         step = counters[_STEP]
         if step >= told_by[0].size:
             raise RuntimeError(_PAST_PREDICTIONS)
-        edges = 0
-        for q in range(start, stop):
-            length = 0
-            v = ends[q]
-            for _ in range(n):
-                if v == 0:
-                    break
-                path[length] = v
-                length += 1
-                v = parent[v]
-            if v != 0:
-                raise RuntimeError(_PATH_LIMIT)
-            total = 0
-            for i in range(length):
-                u = path[i]
-                total += kept[u]
-                if not on_path[u]:
-                    on_path[u] = 1
-                    batch_edges[edges] = u
-                    edges += 1
-            hits[q] = total
+        edges = _gather(ends, start, stop, trie, kept, kept, path, on_path, batch_edges, hits)[0]
         _serve_blind_oracle(edges, batch_edges, on_path, step, trie, told_by, oracle, budget, allocation, counters)
         for i in range(edges):
             on_path[batch_edges[i]] = 0
