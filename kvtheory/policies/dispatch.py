@@ -13,9 +13,9 @@ A job of many runs in one process (a sweep's cells) resolves "auto" once for the
 (:func:`job_backend`): numba is loaded once per process, so a long job repays it however short its runs.
 
 A run over an oracleGeneral file at batch size 1 whose policy has a streamed core (the radix policies, LFU-leaf,
-RLT, random-leaf) takes that core when the compiled one is chosen (:func:`streamed_hits`): the file is read chunk
-by chunk, in O(distinct objects) memory, and the run's per-query hits are not kept; FIF takes its streamed core
-on such a file too (:func:`flat_stream`, :mod:`kvtheory.optimum.flat_fif`).
+RLT, random-leaf, rlt-authors) takes that core when the compiled one is chosen (:func:`streamed_hits`): the file
+is read chunk by chunk, in O(distinct objects) memory, and the run's per-query hits are not kept; FIF takes its
+streamed core on such a file too (:func:`flat_stream`, :mod:`kvtheory.optimum.flat_fif`).
 
 A policy class offers its compiled core through two class methods, both None where it has none:
 ``compiled_object`` (an object served batch by batch, for the cluster) and ``run_compiled`` (every query's
@@ -91,15 +91,18 @@ def flat_stream(workload, batch: int):
 def _stream_kind(cls) -> str | None:
     """Which streamed core reproduces ``cls``'s compiled run on a flat trace at batch size 1: "radix" for a radix
     policy (L-LRU, token-LRU, FIFO-leaf: one-token edges are whole leaves), "lfu" for LFU-leaf, "sampler" for
-    RLT and random-leaf (:mod:`kvtheory.policies.compiled.flat_sampler`), provided the class itself opted in to
+    RLT and random-leaf (:mod:`kvtheory.policies.compiled.flat_sampler`), "authors" for rlt-authors
+    (:mod:`kvtheory.policies.compiled.flat_authors`), provided the class itself opted in to
     its compiled core and keeps its family's ``run_compiled`` and ``core_class``; else None."""
     from kvtheory.policies.edge_cache import LeafTokenSampler
     from kvtheory.policies.lfu import LeafLFU
     from kvtheory.policies.radix import RadixPolicy
+    from kvtheory.policies.rlt_authors import AuthorsRLT
 
     if not cls.__dict__.get("compiled_core", False):
         return None
-    for family, kind in ((RadixPolicy, "radix"), (LeafLFU, "lfu"), (LeafTokenSampler, "sampler")):
+    families = ((RadixPolicy, "radix"), (LeafLFU, "lfu"), (LeafTokenSampler, "sampler"), (AuthorsRLT, "authors"))
+    for family, kind in families:
         same_core = cls.run_compiled.__func__ is family.run_compiled.__func__ and cls.core_class == family.core_class
         if issubclass(cls, family) and same_core:
             return kind
@@ -121,6 +124,10 @@ def streamed_hits(cls, workload, budget: int, batch: int, evict_amount: str = "s
         from kvtheory.policies.compiled.flat_sampler import stream_sampler
 
         return stream_sampler(columns.id_chunks(), budget, marking=cls.marking, seed=seed)[0]
+    if kind == "authors":
+        from kvtheory.policies.compiled.flat_authors import stream_authors
+
+        return stream_authors(columns.id_chunks(), budget, seed=seed)[0]
     from kvtheory.policies.compiled.flat_stream import stream_run
 
     return stream_run(columns.id_chunks(), budget, kind, refresh=getattr(cls, "refresh_on_hit", True))[0]

@@ -29,6 +29,7 @@ from kvtheory.optimum import compiled_fif, flat_fif
 from kvtheory.policies.compiled import (
     authors,
     flat,
+    flat_authors,
     flat_sampler,
     flat_stream,
     lfu,
@@ -40,7 +41,7 @@ from kvtheory.policies.compiled import (
 )
 
 KERNEL_MODULES = (radix, authors, flat, flat_stream, lfu, sampler, predictive, marking, compiled_fif, flat_fif)
-KERNEL_MODULES += (switch, flat_sampler)
+KERNEL_MODULES += (switch, flat_sampler, flat_authors)
 
 
 def _nested():
@@ -204,6 +205,13 @@ def test_authors_treap_walk_on_a_looping_treap_is_an_internal_error():
     scalars[authors.C_EVICTION] = 1  # no slot of this eviction is set: the slot is the candidate's
     with pytest.raises(RuntimeError, match=r"^internal error: kernel _candidate of the compiled rlt-authors core"):
         authors._slot(lists, scalars, nodes, 0)
+
+
+def test_streamed_authors_fenwick_update_at_a_corrupted_stamp_is_an_internal_error():
+    """Stamp 0 (no node's): its lowest bit is 0, so the update's index never moves."""
+    fenwick = np.zeros(9, dtype=np.int64)
+    with pytest.raises(RuntimeError, match=r"^internal error: kernel _add of the streamed rlt-authors core"):
+        flat_authors._add(fenwick, 0, 1)
 
 
 def test_fif_walk_up_a_cyclic_trie_is_an_internal_error():
