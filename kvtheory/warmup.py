@@ -76,26 +76,71 @@ def _policy_runs(workload, budget: int, batch: int, evict_amount: str, block_siz
 
 
 def _streamed_runs(run_fif) -> list[str]:
-    """The streamed engines of flat traces (:mod:`kvtheory.policies.compiled.flat_stream`,
-    :mod:`kvtheory.optimum.flat_fif`): the one-token workload written as an oracleGeneral file and read back,
-    every policy and FIF at batch size 1. The failures, as :func:`_policy_runs` gives them."""
+    """The streamed engines of flat traces (:mod:`kvtheory.policies.flat_streams`, :mod:`kvtheory.optimum.flat_fif`):
+    the one-token workload written as an oracleGeneral file and read back, every policy and FIF at batch size 1,
+    and each driver once more on numba's kernels (the runs take the ones compiled ahead of time when those are
+    current). The failures, as :func:`_policy_runs` gives them."""
     import os
     import tempfile
 
     import numpy as np
 
     from kvtheory.model.traces.flat import ORACLE_GENERAL, read_oracle_general
+    from kvtheory.optimum.flat_fif import jit_fif_kernels, stream_fif
+    from kvtheory.policies.flat_streams import jit_kernels, stream_authors, stream_run, stream_sampler
 
     token_lists = WORKLOADS[0]
+    budget = _budget(token_lists, 1, 1)
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "flat.oracleGeneral")
         rows = np.zeros(len(token_lists), dtype=ORACLE_GENERAL)
         rows["id"] = [tokens[0] for tokens in token_lists]
         rows.tofile(path)
         workload = read_oracle_general(path)
-        failures = _policy_runs(workload, _budget(token_lists, 1, 1), 1, "shortfall", 1)
-        run_fif(workload, _budget(token_lists, 1, 1), backend="compiled")
+        failures = _policy_runs(workload, budget, 1, "shortfall", 1)
+        run_fif(workload, budget, backend="compiled")
+        jit, chunks = jit_kernels(), workload.queries.id_chunks
+        for policy in ("radix", "lfu"):
+            stream_run(chunks(), budget, policy, kernels=jit)
+        for marking in (True, False):
+            stream_sampler(chunks(), budget, marking=marking, seed=0, kernels=jit)
+        stream_authors(chunks(), budget, seed=0, kernels=jit)
+        stream_fif(workload.queries, budget, kernels=jit_fif_kernels())
     return failures
+
+
+def build_ahead_of_time(directory: str | None = None) -> str:
+    """Compile the kernels of :data:`kvtheory.policies.native.EXPORTS` ahead of time (numba's ``pycc``) into the
+    extension module ``_ahead`` in ``directory`` (default: beside the kernels, where
+    :func:`~kvtheory.policies.native.ahead_of_time` looks), with the digest of their sources beside it (written
+    last: a half-built extension is never taken for current). Returns the extension's path."""
+    import importlib
+    import warnings
+    from pathlib import Path
+
+    from numba import types
+    from numba.core.errors import NumbaPendingDeprecationWarning
+
+    from kvtheory.policies import native
+
+    folder = Path(directory) if directory is not None else native.DIGEST_FILE.parent
+    digest_file = folder / native.DIGEST_FILE.name
+    digest_file.unlink(missing_ok=True)
+    draw = types.ExternalFunctionPointer(types.uint32(types.voidptr), get_pointer=native.function_address)
+    names = {**vars(types), "draw": draw}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumbaPendingDeprecationWarning)
+        from numba.pycc import CC
+
+        extension = CC(native.EXTENSION.rsplit(".", 1)[1])
+        extension.output_dir = str(folder)
+        for name, (where, signature) in native.EXPORTS.items():
+            module, function = where.split(":")
+            kernel = getattr(importlib.import_module(module), function)
+            extension.export(name, eval(signature, names))(kernel.py_func)  # noqa: S307 (our own table)
+        extension.compile()
+    digest_file.write_text(native.sources_digest() + "\n")
+    return str(folder / extension.output_file)
 
 
 def _rls_steps() -> None:
@@ -139,6 +184,16 @@ def main() -> int:
     start = time.perf_counter()
     warm_up()
     print(f"kvtheory: compiled kernels cached ({time.perf_counter() - start:.1f} s)", file=sys.stderr)
+    start = time.perf_counter()
+    try:
+        built = build_ahead_of_time()
+    except Exception as exc:  # numba's kernels serve those runs instead, with the same results
+        print(f"kvtheory: warning: the kernels compiled ahead of time were not built ({exc!r})", file=sys.stderr)
+    else:
+        print(
+            f"kvtheory: streamed kernels compiled ahead of time: {built} ({time.perf_counter() - start:.1f} s)",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -1,65 +1,43 @@
 """FIF streamed over a flat trace at batch size 1 (Belady's rule), in O(distinct objects) memory beside one
-next-use array.
-
-The offline rule needs the future: a first pass reads the trace's chunks from the last to the first and
-writes ``next_use[j]``, the position of the next request of query j's object (n: never again), into one
-int32 array (int64 from 2**31 requests on), keeping only the latest position per object. A second pass reads
-the chunks in order and serves them: a miss on a full cache evicts the cached object whose next request is
-furthest, ties (objects never requested again) to the larger id. That is :mod:`kvtheory.optimum.compiled_fif`
-at batch size 1 on a flat trie, where every group key is (next step, multiplicity 1) and the last tie-break,
-the larger trie node, is the larger id (the trie numbers its leaves in sorted id order): the same evictions,
-hit for hit (tests/optimum/test_flat_fif.py).
+next-use array: the driver of :mod:`kvtheory.optimum.flat_fif_kernels` (whose docstring states the rule), which
+loads no numba when the kernels compiled ahead of time are current (:mod:`kvtheory.policies.native`).
 """
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
-from numba import njit
 
 from kvtheory.model.traces.flat import OracleGeneralColumns
-from kvtheory.policies.compiled.flat_stream import NodeStream, heap_admit, new_heap, sift_up
+from kvtheory.policies.flat_streams import NodeStream, jit_kernels, new_heap
+from kvtheory.policies.native import ahead_of_time
 
 
-@njit(cache=True)
-def next_uses(nodes, base, n, after, next_use):
-    """Walk the chunk ``nodes`` (queries base, base + 1, ...) backwards: ``next_use[j]`` is the position of the
-    next request of the same node; ``after[v]`` holds n - (the earliest position of v seen so far), 0 if none."""
-    for j in range(nodes.size - 1, -1, -1):
-        v = nodes[j]
-        next_use[base + j] = n - after[v]
-        after[v] = n - (base + j)
+def jit_fif_kernels() -> SimpleNamespace:
+    """numba's kernels of a streamed FIF run, under the names the extension exports them by (loads numba)."""
+    from kvtheory.optimum import flat_fif_kernels as jit
+
+    widths = ("i4", "i8")  # the next-use array's
+    names = {f"{kernel}_{width}": getattr(jit, kernel) for kernel in ("next_uses", "fif_chunk") for width in widths}
+    return SimpleNamespace(dense_ids=jit_kernels().dense_ids, **names)
 
 
-@njit(cache=True)
-def fif_chunk(nodes, ids, base, next_use, hits, budget, state, kept, pos, heap):
-    """Serve the chunk ``nodes`` (queries base, base + 1, ...; object ids ``ids``) one per batch under FIF,
-    writing each query's hits into ``hits``; return the heap.
-
-    ``state`` = [cached nodes]; ``kept[v]`` is 1 when v is cached. The heap holds every cached node keyed
-    (minus its next request's position, the complement of its id): its top is the furthest next request, then
-    the larger id, and a miss on a full cache evicts it.
-    """
-    for j in range(nodes.size):
-        v = nodes[j]
-        hits[j] = kept[v]
-        if kept[v] != 0:
-            i = pos[v]
-            heap[i, 0] = -next_use[base + j]
-            sift_up(heap, pos, i)
-        else:
-            heap, out = heap_admit(heap, pos, state, budget, v, -next_use[base + j], ~ids[j])
-            if out >= 0:
-                kept[out] = 0
-            kept[v] = 1
-    return heap
+def fif_kernels():
+    """The extension compiled ahead of time when it is current, else :func:`jit_fif_kernels`."""
+    return ahead_of_time() or jit_fif_kernels()
 
 
-def stream_fif(columns: OracleGeneralColumns, budget: int, *, query_hits: bool = False):
+def stream_fif(columns: OracleGeneralColumns, budget: int, *, query_hits: bool = False, kernels=None):
     """FIF's total hits on the flat trace ``columns`` at batch size 1, and every query's hits (a new int64
-    array) when ``query_hits``, else None."""
+    array) when ``query_hits``, else None. ``kernels``: :func:`fif_kernels` by default."""
+    kernels = kernels or fif_kernels()
     n = len(columns)
-    next_use = np.empty(n, dtype=np.int32 if n < (1 << 31) - 1 else np.int64)
-    stream = NodeStream(3)
+    wide = n >= (1 << 31) - 1
+    next_use = np.empty(n, dtype=np.int64 if wide else np.int32)
+    next_uses = kernels.next_uses_i8 if wide else kernels.next_uses_i4
+    fif_chunk = kernels.fif_chunk_i8 if wide else kernels.fif_chunk_i4
+    stream = NodeStream(3, kernels)
     base = n
     for ids in columns.id_chunks(reverse=True):
         base -= ids.size
@@ -67,10 +45,10 @@ def stream_fif(columns: OracleGeneralColumns, budget: int, *, query_hits: bool =
     state = np.zeros(1, dtype=np.int64)
     heap = new_heap()
     total, kept_hits, base = 0, [], 0
-    kept, pos = stream.state[0], stream.state[1]
     try:
         for ids in columns.id_chunks():
             nodes = stream.nodes(ids)
+            kept, pos = stream.state[0], stream.state[1]
             hits = np.empty(ids.size, dtype=np.int64)
             heap = fif_chunk(nodes, ids, base, next_use, hits, budget, state, kept, pos, heap)
             base += ids.size

@@ -120,17 +120,14 @@ def streamed_hits(cls, workload, budget: int, batch: int, evict_amount: str = "s
     kind = _stream_kind(cls)
     if kind is None:
         return None
+    from kvtheory.policies.flat_streams import stream_authors, stream_run, stream_sampler
+
+    chunks = columns.id_chunks()
     if kind == "sampler":
-        from kvtheory.policies.compiled.flat_sampler import stream_sampler
-
-        return stream_sampler(columns.id_chunks(), budget, marking=cls.marking, seed=seed)[0]
+        return stream_sampler(chunks, budget, marking=cls.marking, seed=seed)[0]
     if kind == "authors":
-        from kvtheory.policies.compiled.flat_authors import stream_authors
-
-        return stream_authors(columns.id_chunks(), budget, seed=seed)[0]
-    from kvtheory.policies.compiled.flat_stream import stream_run
-
-    return stream_run(columns.id_chunks(), budget, kind, refresh=getattr(cls, "refresh_on_hit", True))[0]
+        return stream_authors(chunks, budget, seed=seed)[0]
+    return stream_run(chunks, budget, kind, refresh=getattr(cls, "refresh_on_hit", True))[0]
 
 
 def _no_core(cls, evict_amount: str) -> InputError:

@@ -11,7 +11,7 @@ from kvtheory.model.traces import flat as flat_module
 from kvtheory.model.traces.flat import read_oracle_general
 from kvtheory.model.workload import Workload
 from kvtheory.policies import policy_class
-from kvtheory.policies.compiled.flat_authors import stream_authors
+from kvtheory.policies.flat_streams import stream_authors
 from kvtheory.simulate import run_policy
 
 

@@ -25,7 +25,7 @@ import pytest
 
 import kvtheory
 from kvtheory import Workload
-from kvtheory.optimum import compiled_fif, flat_fif
+from kvtheory.optimum import compiled_fif, flat_fif_kernels
 from kvtheory.policies.compiled import (
     authors,
     flat,
@@ -40,7 +40,7 @@ from kvtheory.policies.compiled import (
     switch,
 )
 
-KERNEL_MODULES = (radix, authors, flat, flat_stream, lfu, sampler, predictive, marking, compiled_fif, flat_fif)
+KERNEL_MODULES = (radix, authors, flat, flat_stream, lfu, sampler, predictive, marking, compiled_fif, flat_fif_kernels)
 KERNEL_MODULES += (switch, flat_sampler, flat_authors)
 
 

@@ -47,7 +47,7 @@ warm_up()
 idle = sorted(name for name, d in dispatchers().items() if not d.signatures)
 imported = set()
 for name, module in list(sys.modules.items()):
-    if name.split(".")[0] == "kvtheory" and getattr(module, "__file__", None):
+    if name.split(".")[0] == "kvtheory" and str(getattr(module, "__file__", "")).endswith(".py"):  # not _ahead
         for node in ast.parse(Path(module.__file__).read_text()).body:  # the imports made on loading it
             if isinstance(node, ast.Import):
                 imported.update(alias.name.split(".")[0] for alias in node.names)

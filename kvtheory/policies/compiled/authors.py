@@ -68,7 +68,8 @@ from kvtheory.policies.compiled.radix import (
     trie_arrays,
     uncache,
 )
-from kvtheory.policies.compiled.sampler import bit_source, bounded_draw
+from kvtheory.policies.compiled.sampler import bounded_draw
+from kvtheory.policies.native import bit_source
 
 #: the step-limit errors of the kernels below (constants: numba raises them without building a string)
 _PER_NODE = " of the compiled rlt-authors core exceeded its step limit of one step per node"

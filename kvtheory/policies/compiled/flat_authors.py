@@ -23,8 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from kvtheory.policies.compiled.flat_stream import NodeStream
-from kvtheory.policies.compiled.sampler import bit_source, bounded_draw
+from kvtheory.policies.compiled.sampler import bounded_draw
 
 # indices into ``counters``: cached tokens, marked_count, stamps used, candidates
 _SIZE, _MARKED_COUNT, _STAMPS, _CANDIDATES = range(4)
@@ -167,27 +166,3 @@ def authors_chunk(nodes, hits, budget, counters, rows, fenwick, owner, next_uint
         if stamp >= 0:
             _mark(rows, counters, fenwick, owner, v, budget, stamp > 0)
     return fenwick, owner
-
-
-def stream_authors(chunks, budget: int, *, seed=None, query_hits: bool = False):
-    """The total hits of the one-token queries whose ids ``chunks`` yields, served at batch size 1 by rlt-authors
-    from ``numpy.random.default_rng(seed)``, and every query's hits (a new int64 array) when ``query_hits``,
-    else None."""
-    stream = NodeStream(2)
-    counters = np.zeros(4, dtype=np.int64)
-    fenwick = np.zeros(_MIN_STAMPS + 1, dtype=np.int64)
-    owner = np.zeros(_MIN_STAMPS + 1, dtype=np.int64)
-    rng = np.random.default_rng(seed)  # kept alive: the kernel draws from its state
-    bits = bit_source(rng)
-    total, kept_hits = 0, []
-    try:
-        for ids in chunks:
-            nodes = stream.nodes(ids)
-            hits = np.empty(ids.size, dtype=np.int64)
-            fenwick, owner = authors_chunk(nodes, hits, budget, counters, stream.state, fenwick, owner, *bits)
-            total += int(hits.sum())
-            if query_hits:
-                kept_hits.append(hits)
-    except RuntimeError as exc:
-        raise RuntimeError(str(exc)) from None
-    return total, (np.concatenate(kept_hits) if query_hits else None)

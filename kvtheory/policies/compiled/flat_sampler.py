@@ -10,7 +10,7 @@ one joining the pool's end); v is filled; random-leaf then unmarks v, which join
 keeps the core's order (appended at the end, a leaving candidate's slot taken by the last one), so the same
 draws pick the same candidates.
 
-Nodes are numbered in order of first appearance (:class:`~kvtheory.policies.compiled.flat_stream.NodeStream`),
+Nodes are numbered in order of first appearance (:class:`~kvtheory.policies.flat_streams.NodeStream`),
 not as the trie numbers them (in ascending signed id, its construction's sorted order); the one place the
 core reads its numbers, a new phase's ascending order, is the ascending order of the objects' ids, which is
 what :func:`sampler_chunk` sorts by. Hit for hit, draw for draw: tests/policies/test_flat_sampler.py.
@@ -21,8 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from kvtheory.policies.compiled.flat_stream import NodeStream
-from kvtheory.policies.compiled.sampler import bit_source, bounded_draw
+from kvtheory.policies.compiled.sampler import bounded_draw
 
 # indices into ``counters``: cached tokens, pool size, marked-list length
 _SIZE, _POOL, _MARKED = 0, 1, 2
@@ -104,25 +103,3 @@ def sampler_chunk(ids, nodes, hits, budget, marking, counters, rows, next_uint32
             counters[_SIZE] += 1
         if not marking:
             _join(rows, counters, v)
-
-
-def stream_sampler(chunks, budget: int, *, marking: bool, seed=None, query_hits: bool = False):
-    """The total hits of the one-token queries whose ids ``chunks`` yields, served at batch size 1 by RLT
-    (``marking``) or random-leaf from ``numpy.random.default_rng(seed)``, and every query's hits (a new int64
-    array) when ``query_hits``, else None."""
-    stream = NodeStream(6 if marking else 3)
-    counters = np.zeros(3, dtype=np.int64)
-    rng = np.random.default_rng(seed)  # kept alive: the kernel draws from its state
-    bits = bit_source(rng)
-    total, kept_hits = 0, []
-    try:
-        for ids in chunks:
-            nodes = stream.nodes(ids)
-            hits = np.empty(ids.size, dtype=np.int64)
-            sampler_chunk(ids, nodes, hits, budget, marking, counters, stream.state, *bits)
-            total += int(hits.sum())
-            if query_hits:
-                kept_hits.append(hits)
-    except RuntimeError as exc:
-        raise RuntimeError(str(exc)) from None
-    return total, (np.concatenate(kept_hits) if query_hits else None)

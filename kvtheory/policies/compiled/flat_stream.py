@@ -1,9 +1,11 @@
-"""Streamed runs of flat traces: one-token queries read chunk by chunk, in O(distinct objects) memory.
+"""Kernels of streamed runs of flat traces (their driver: :mod:`kvtheory.policies.flat_streams`): one-token
+queries read chunk by chunk, in O(distinct objects) memory.
 
 A flat trace (an oracleGeneral file, :class:`~kvtheory.model.traces.flat.OracleGeneralColumns`) is served at
 batch size 1 without ever holding a per-request array of the whole trace: each chunk of object ids becomes
 node numbers through an open-addressing hash table (:func:`dense_ids`: node i is the i-th distinct object
-met, the table at most half full), and a kernel whose state persists between chunks serves the chunk.
+met, the table at most half full), and a kernel whose state persists between chunks serves the chunk
+(numba's, or the same compiled ahead of time: :mod:`kvtheory.policies.native`).
 State per node (flags, links, counts) grows with the table; the radix policies keep their cached nodes in
 a linked list and LFU (and FIF, :mod:`kvtheory.optimum.flat_fif`) in an indexed heap of one entry per cached
 node: O(distinct objects) in all, never O(requests).
@@ -20,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from kvtheory.policies.compiled.flat import HEAP_LEVELS, grow_columns
+from kvtheory.policies.compiled.flat import HEAP_LEVELS
 
 #: Fibonacci hashing's multiplier, 2**64 / golden ratio, as a signed 64-bit integer
 _MIX = -7046029254386353131
@@ -194,49 +196,3 @@ def lfu_chunk(nodes, hits, budget, state, kept, count, last, pos, heap):
                 kept[out] = 0
             kept[v] = 1
     return heap
-
-
-class NodeStream:
-    """The node numbers of a stream of id chunks (:func:`dense_ids`), and ``state``: ``rows`` int64 arrays per
-    node, zero for a node not met yet, lengthened by :meth:`nodes` to cover every node met so far."""
-
-    def __init__(self, rows: int) -> None:
-        self.table = np.zeros((1 << 10, 2), dtype=np.int64)
-        self.count = np.zeros(1, dtype=np.int64)
-        self.state = np.zeros((rows, 1 << 9), dtype=np.int64)
-
-    def nodes(self, ids: np.ndarray) -> np.ndarray:
-        out = np.empty(ids.size, dtype=np.int64)
-        self.table = dense_ids(ids, self.table, self.count, out)
-        self.state = grow_columns(self.state, int(self.count[0]) + 1)
-        return out
-
-
-def new_heap() -> np.ndarray:
-    """An empty heap for :func:`heap_admit`, which lengthens it as the cache fills."""
-    return np.empty((1 << 10, 3), dtype=np.int64)
-
-
-def stream_run(chunks, budget: int, policy: str, *, refresh: bool = True, query_hits: bool = False):
-    """The total hits of the one-token queries whose ids ``chunks`` yields, served at batch size 1 by
-    ``policy`` ("radix", with ``refresh`` as the policy's ``refresh_on_hit``, or "lfu"), and every query's hits
-    (a new int64 array) when ``query_hits``, else None."""
-    stream = NodeStream(4 if policy == "lfu" else 3)
-    state = np.zeros(2, dtype=np.int64)
-    heap = new_heap()
-    total, kept_hits = 0, []
-    try:
-        for ids in chunks:
-            nodes = stream.nodes(ids)
-            hits = np.empty(ids.size, dtype=np.int64)
-            rows = stream.state
-            if policy == "lfu":
-                heap = lfu_chunk(nodes, hits, budget, state, *rows, heap)
-            else:
-                radix_chunk(nodes, hits, budget, refresh, state, rows[0], rows[1], rows[2])
-            total += int(hits.sum())
-            if query_hits:
-                kept_hits.append(hits)
-    except RuntimeError as exc:
-        raise RuntimeError(str(exc)) from None
-    return total, (np.concatenate(kept_hits) if query_hits else None)

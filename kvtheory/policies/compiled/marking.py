@@ -39,7 +39,8 @@ from numba import njit
 
 from kvtheory.policies.compiled.predictive import ToldKernel, _fenwick_add, _fenwick_select, batch_keys, water_level
 from kvtheory.policies.compiled.radix import cached_prefix_of
-from kvtheory.policies.compiled.sampler import bit_source, bounded_draw
+from kvtheory.policies.compiled.sampler import bounded_draw
+from kvtheory.policies.native import bit_source
 
 GUARD, LNONMARKER = 0, 1
 # cells of the int64 ``counters`` array (``_FRONT``, ``_END``: the bundle's slots)

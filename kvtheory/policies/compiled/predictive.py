@@ -32,7 +32,8 @@ from kvtheory.model.batches import batches
 from kvtheory.model.predictions import Requests
 from kvtheory.policies.base import KernelServed
 from kvtheory.policies.compiled.radix import cached_prefix_of
-from kvtheory.policies.compiled.sampler import bit_source, bounded_draw
+from kvtheory.policies.compiled.sampler import bounded_draw
+from kvtheory.policies.native import bit_source
 from kvtheory.policies.predictive_marker import harmonic
 
 # cells of the int64 ``counters`` array

@@ -20,6 +20,7 @@ from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import KernelServed, kept_of_array
 from kvtheory.policies.compiled.radix import cached_prefix_of
 from kvtheory.policies.edge_cache import _MIN_BLOCK
+from kvtheory.policies.native import bit_source
 
 #: the step-limit errors of the kernels below (constants: numba raises them without building a string)
 _PER_DRAW = " of the compiled sampler core exceeded its step limit of 256 rejected draws"
@@ -269,14 +270,6 @@ def run_batches(
                 marked[v] = 0
                 if children[v] == 0:
                     _join_pool(pool, slot, pool_size, v)
-
-
-def bit_source(rng: np.random.Generator) -> tuple:
-    """(the bit generator's next_uint32 C function, the address of its state) for :func:`run_batches`, which
-    draws through them as numpy's own ``rng.integers`` does (passing ``rng`` itself to a numba function
-    costs about 9 us a call, these two about 1 us)."""
-    bits = rng.bit_generator.ctypes
-    return bits.next_uint32, bits.state_address
 
 
 class CompiledLeafSampler(KernelServed):

@@ -41,8 +41,9 @@ from kvtheory.errors import InputError
 from kvtheory.policies.bo_rlt_switch import FACTOR
 from kvtheory.policies.compiled.predictive import ToldKernel, batch_keys
 from kvtheory.policies.compiled.radix import cached_prefix_of
-from kvtheory.policies.compiled.sampler import SamplerState, bit_source, run_batches
+from kvtheory.policies.compiled.sampler import SamplerState, run_batches
 from kvtheory.policies.edge_cache import _MIN_BLOCK
+from kvtheory.policies.native import bit_source
 
 # cells of the int64 ``counters`` array
 _SIZE, _BO_SIZE, _HEAP, _STEP, _FOLLOWING, _BO_MISSES, _RLT_MISSES, _SWITCHES = range(8)
