@@ -16,6 +16,7 @@ the prefix trie of the block chains.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -177,8 +178,8 @@ def _hash_rows(workload: Workload, blocks: np.ndarray, b: int, h: int) -> np.nda
     i covers, padded with -1 to the widest (the width depends on i alone, so rows of one position compare alike)."""
     width = (b - 1) // h + 2 if b % h else b // h
     if b == h:  # cache block i is hash block i: the rows are the queries' first ids
-        chains = [np.asarray(q.hash_ids[:n], dtype=np.int64) for q, n in zip(workload.queries, blocks.tolist()) if n]
-        return np.concatenate(chains or [np.empty(0, dtype=np.int64)]).reshape(-1, 1)
+        chains = chain.from_iterable(q.hash_ids[:n] for q, n in zip(workload.queries, blocks.tolist()) if n)
+        return np.fromiter(chains, dtype=np.int64).reshape(-1, 1)
     rows = np.full((int(blocks.sum()), width), -1, dtype=np.int64)
     at = 0
     for query, n in zip(workload.queries, blocks.tolist()):

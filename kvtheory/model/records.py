@@ -23,7 +23,9 @@ line, and every other line, takes the checked path. The fast path only accepts w
 accepts, with the same values.
 
 The workload reader (``kvtheory.model.workload.QUERY_RECORD``) and the Mooncake trace reader
-(``kvtheory.model.traces.mooncake.MOONCAKE_RECORD``) are two such types, each a loop over lines.
+(``kvtheory.model.traces.mooncake.MOONCAKE_RECORD``) are two such types, each a loop over lines (each first
+tries a bulk read of a whole file in its plain form, which accepts only what this path accepts, with the
+same values, and leaves every other file, and every error, to this path).
 """
 
 from __future__ import annotations

@@ -30,6 +30,44 @@ def _common_prefix(a: np.ndarray, b: np.ndarray) -> int:
     return int(differ[0]) if differ.size else m
 
 
+#: Neighbours whose shorter sequence has more tokens than this are compared one pair at a time (a slice compare
+#: costs a few microseconds a pair, the batched gather ten nanoseconds or so a token): see _adjacent_common_prefixes.
+SHORT_PAIR = 256
+
+
+def _adjacent_common_prefixes(tokens: np.ndarray, offsets: np.ndarray, order: list[int], chunk: int = 1 << 20) -> list:
+    """The common prefix of sequences ``order[i]`` and ``order[i + 1]`` for every i (a list of ints), sequence j
+    being ``tokens[offsets[j]:offsets[j + 1]]``: :func:`_common_prefix` of every pair, those whose shorter
+    sequence has at most :data:`SHORT_PAIR` tokens together, in numpy passes over at most about ``chunk``
+    compared token pairs each, the others one by one."""
+    sequence = np.asarray(order, dtype=np.int64)
+    first, second = sequence[:-1], sequence[1:]
+    sizes = np.diff(offsets)
+    shorter = np.minimum(sizes[first], sizes[second])  # the tokens compared in each pair
+    lcps = np.zeros(first.size, dtype=np.int64)  # a pair with an empty sequence shares nothing
+    for i in np.flatnonzero(shorter > SHORT_PAIR).tolist():
+        a, b = int(first[i]), int(second[i])
+        lcps[i] = _common_prefix(tokens[offsets[a] : offsets[a + 1]], tokens[offsets[b] : offsets[b + 1]])
+    pairs = np.flatnonzero((shorter > 0) & (shorter <= SHORT_PAIR))
+    reach = np.cumsum(shorter[pairs])
+    start = 0
+    while start < pairs.size:
+        done = int(reach[start - 1]) if start else 0
+        stop = max(int(np.searchsorted(reach, done + chunk, side="right")), start + 1)
+        which = pairs[start:stop]
+        compared = shorter[which]
+        heads = np.cumsum(compared) - compared  # where each pair's run starts in this pass
+        k = np.arange(int(compared.sum()), dtype=np.int64) - np.repeat(heads, compared)  # the offset in the pair
+        differ = (
+            tokens[np.repeat(offsets[first[which]], compared) + k]
+            != tokens[np.repeat(offsets[second[which]], compared) + k]
+        )
+        # the first differing offset of each pair, or its whole shorter length when none differs
+        lcps[which] = np.minimum.reduceat(np.where(differ, k, np.repeat(compared, compared)), heads)
+        start = stop
+    return lcps.tolist()
+
+
 class PrefixTrie:
     """Compressed trie over token sequences; node 0 is the root (the empty prefix, depth 0).
 
@@ -55,11 +93,26 @@ class PrefixTrie:
 
     def _build_sorted(self, arrays: list[np.ndarray]) -> None:
         """The general construction: the sequences in sorted order and their common prefixes, to
-        :meth:`_build`."""
-        keys = [_sort_key(a) for a in arrays]
+        :meth:`_build`. Short sequences (:data:`SHORT_PAIR` tokens or fewer on average) have their sort keys
+        (:func:`_sort_key`) cut from one key of all of them, and the common prefixes of neighbours found together
+        (:func:`_adjacent_common_prefixes`); longer ones are keyed and compared one by one."""
+        sizes = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
+        if int(sizes.sum()) > SHORT_PAIR * sizes.size or any(a.ndim != 1 for a in arrays):
+            # long sequences (one key and one gather of all their tokens would cost more than they save), or
+            # not sequences of tokens: keyed and compared one by one
+            keys = [_sort_key(a) for a in arrays]
+            order = sorted(range(len(arrays)), key=keys.__getitem__)
+            lcps = [_common_prefix(arrays[a], arrays[b]) for a, b in zip(order, order[1:])]
+            self._build(order, [int(a.size) for a in arrays], lcps)
+            return
+        offsets = np.concatenate(([0], np.cumsum(sizes)))
+        tokens = np.concatenate(arrays)
+        key = _sort_key(tokens)
+        bounds = (offsets * 8).tolist()  # 8 bytes a token
+        keys = [key[a:b] for a, b in zip(bounds, bounds[1:])]
         order = sorted(range(len(arrays)), key=keys.__getitem__)
-        lcps = [_common_prefix(arrays[a], arrays[b]) for a, b in zip(order, order[1:])]
-        self._build(order, [int(a.size) for a in arrays], lcps)
+        lcps = _adjacent_common_prefixes(tokens, offsets, order)
+        self._build(order, sizes.tolist(), lcps)
 
     @classmethod
     def of_one_token_queries(cls, tokens: np.ndarray) -> PrefixTrie:
@@ -91,6 +144,11 @@ class PrefixTrie:
         """
         if not block_ids:
             raise ValueError("a trie needs at least one sequence")
+        firsts = cls._one_token_blocks(block_ids, lengths)
+        if firsts is not None:  # every sequence one token: token h_1 * block_size of its first block
+            trie = cls.__new__(cls)
+            trie._one_token_sequences(firsts)
+            return trie
         order = sorted(range(len(block_ids)), key=lambda j: (block_ids[j], lengths[j]))
         lcps = []
         for a, b in zip(order, order[1:]):
@@ -104,6 +162,21 @@ class PrefixTrie:
         trie = cls.__new__(cls)
         trie._build(order, [int(n) for n in lengths], lcps)
         return trie
+
+    @staticmethod
+    def _one_token_blocks(block_ids: Sequence[Sequence[int]], lengths: Sequence[int]) -> np.ndarray | None:
+        """The first ids h_1 of the sequences, as int64, when every sequence is one token long (and has an id);
+        else None. Two such sequences share their token exactly when their first ids are equal, and they sort as
+        those ids do (h * block_size + 0 is increasing in h): the trie of the one-token sequences of the h_1."""
+        ones = lengths.count(1) == len(lengths) if isinstance(lengths, list) else all(n == 1 for n in lengths)
+        if not ones or min(map(len, block_ids)) == 0:
+            return None
+        try:
+            firsts = np.array([ids[0] for ids in block_ids])
+        except OverflowError:
+            return None
+        # not a float, a bool, beyond int64 (object) or a nested sequence
+        return firsts if firsts.dtype == np.int64 and firsts.ndim == 1 else None
 
     def _build(self, order: list[int], lengths: list[int], lcps: list[int]) -> None:
         """Assemble the compressed trie from the sequences in lexicographic ``order``, their ``lengths`` and

@@ -162,7 +162,7 @@ class Workload(Sequence):
         """|q_j| for every query, an int64 array."""
         if isinstance(self.queries, QueryColumns):
             return self.queries.lengths
-        return np.fromiter((q.tokens.size for q in self.queries), dtype=np.int64, count=len(self.queries))
+        return np.fromiter((q.length for q in self.queries), dtype=np.int64, count=len(self.queries))
 
     @property
     def total_tokens(self) -> int:

@@ -130,12 +130,17 @@ def read_block_trace(
     parse_line: Callable,
     fields: Sequence[str],
     show: Callable[[float], str] = str,
+    bulk: Callable[[bytes, Path, int], Workload | None] | None = None,
 ) -> Workload:
     """A JSON Lines block trace (Mooncake's, Bailian's) read line by line: ``parse_line(line, where, block_size,
     unknown)`` gives each non-blank line's (query, timestamp) and adds the keys it does not know to ``unknown``;
     timestamps must never decrease (``show`` writes one in a message). InputError naming ``path:line`` for
     the first bad line, or the file for an unreadable or empty one; unknown keys (other than ``fields``) are
-    ignored with one warning line naming them."""
+    ignored with one warning line naming them.
+
+    ``bulk(data, path, block_size)``, when given, reads the whole file's bytes at once first: it returns the
+    workload the line-by-line reading would give, or None (the file is not in the form it reads, or has any
+    error), and then the lines are read one by one, so that every message is theirs."""
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
         raise InputError(f"--hash-block-size must be a positive integer, got {block_size!r}")
     path = Path(path)
@@ -143,6 +148,10 @@ def read_block_trace(
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"{path}: cannot read trace file ({exc.strerror})") from None
+    if bulk is not None:
+        workload = bulk(data, path, block_size)
+        if workload is not None:
+            return workload
     queries, lines, unknown = [], [], set()
     last = 0
     for number, line in enumerate(data.split(b"\n"), start=1):

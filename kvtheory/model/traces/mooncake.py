@@ -8,15 +8,26 @@ L - block_size * (n - 1) tokens; a_j = timestamp / 1000 s and o_j = output_lengt
 
 from __future__ import annotations
 
+import gc
+import re
+from contextlib import contextmanager
+from itertools import repeat
 from pathlib import Path
 
+import numpy as np
 import orjson
 
 from kvtheory.errors import InputError
 from kvtheory.model.query import BlockQuery
 from kvtheory.model.records import MAX_TOKENS, Int, IntArray, RecordType
 from kvtheory.model.traces import register_format
-from kvtheory.model.traces.base import BY_FIELDS, DEFAULT_BLOCK_SIZE, Sample, TraceFormat, read_block_trace
+from kvtheory.model.traces.base import (
+    BY_FIELDS,
+    DEFAULT_BLOCK_SIZE,
+    Sample,
+    TraceFormat,
+    read_block_trace,
+)
 from kvtheory.model.workload import MAX_OUTPUT_LEN, Workload
 
 FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
@@ -51,13 +62,100 @@ def parse_mooncake_line(line: bytes, where: str, block_size: int, unknown: set[s
     return query, timestamp
 
 
+# -- the bulk path: a file of canonical lines, read at once ----------------------------------------------------
+# A canonical line is what write_mooncake (orjson, no blanks) and the published Mooncake traces (Python's json, a
+# blank after each colon and comma) write: the four fields in this order and nothing else, each separator followed
+# by at most one blank, every number a JSON integer of at most 18 digits (below 10**18, so within int64), without
+# a sign but for a hash id's minus. Any other line (other spacing or key order, extra keys, CRLF line ends, longer
+# numbers) is valid or not as the strict parser says, and takes the line-by-line path.
+_DIGITS = rb"(?:0|[1-9][0-9]{0,17})"
+_LINE = rb'\{"timestamp": ?N, ?"input_length": ?N, ?"output_length": ?N, ?"hash_ids": ?\[-?N(?:, ?-?N)*+\]\}'.replace(
+    b"N", _DIGITS
+)
+#: a file of canonical lines and empty lines; every quantifier possessive (nothing to backtrack to: each byte allows
+#: one reading), so a match over a whole file, or over a line of millions of ids, keeps no backtracking stack
+_CANONICAL = re.compile(rb"(?:" + _LINE + rb")?+(?:\n(?:" + _LINE + rb")?+)*+")
+#: Files of longer lines on average (some 250 ids a line and more) are left to the line-by-line path, which reads a
+#: long line's ids with numpy (kvtheory.model.records.NUMPY_MIN_BYTES) and is then as fast or faster.
+BULK_LINE_BYTES = 2048
+#: every byte but digits and the minus sign to a blank: what is left of a canonical file is its numbers
+_NUMBERS_ONLY = bytes(c if chr(c) in "0123456789-" else ord(" ") for c in range(256))
+
+
+@contextmanager
+def _collector_paused():
+    """Python's cyclic garbage collector off inside (as it was, after): building many small acyclic objects
+    otherwise sets off collections that walk every object made so far, to free none of them."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _read_canonical(data: bytes, path: Path, block_size: int) -> Workload | None:
+    """The workload of a file of canonical lines (and empty lines), read in a few numpy passes; None when the
+    file has any other line or any line the strict path refuses (a length that does not fit its blocks, a value
+    out of range, a decreasing timestamp), so that the line-by-line path reads it and names the error, and None
+    for a file of lines longer than :data:`BULK_LINE_BYTES` on average (read faster line by line).
+
+    It checks what :data:`MOONCAKE_RECORD` and :func:`parse_mooncake_line` check of such a line, and builds the
+    same queries: the grammar makes every value a JSON integer within int64, non-negative but for hash ids and
+    every ``hash_ids`` a non-empty flat list; then 1 <= input_length <= MAX_TOKENS, output_length <=
+    MAX_OUTPUT_LEN, input_length fits the hash ids (n = ceil(input_length / block_size)), and timestamps never
+    decrease."""
+    if len(data) > BULK_LINE_BYTES * (data.count(b"\n") + 1) or not _CANONICAL.fullmatch(data):
+        return None
+    raw = np.frombuffer(data, dtype=np.uint8)
+    newlines = np.flatnonzero(raw == ord("\n"))
+    starts = np.concatenate(([0], newlines + 1))
+    ends = np.concatenate((newlines, [raw.size]))
+    filled = np.flatnonzero(ends > starts)  # the non-empty lines: every one canonical
+    if not filled.size:
+        return None  # no request: the strict path's message
+    commas = np.flatnonzero(raw == ord(","))
+    before = np.concatenate(([0], np.searchsorted(commas, newlines), [commas.size]))  # commas before each line
+    counts = np.diff(before)[filled] + 1  # numbers per line: timestamp, input_length, output_length, the hash ids
+    numbers = np.fromstring(data.translate(_NUMBERS_ONLY), dtype=np.int64, sep=" ")
+    if numbers.size != int(counts.sum()):
+        return None
+    first = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    timestamp, length, output = numbers[first], numbers[first + 1], numbers[first + 2]
+    n = counts - 3
+    clipped = min(block_size, 2 * MAX_TOKENS)  # ceil(L / b) is 1 for any b >= L, and no product overflows
+    if (
+        length.min() < 1
+        or length.max() > MAX_TOKENS
+        or output.max() > MAX_OUTPUT_LEN
+        or np.any(n != -(-length // clipped))  # b (n - 1) < L <= b n, that is n = ceil(L / b)
+        or np.any(timestamp[1:] < timestamp[:-1])
+    ):
+        return None
+    with _collector_paused():  # a few hundred thousand new objects, none in a cycle: nothing to collect
+        if int(timestamp.max()) < 2**53:  # exact as a float: one IEEE division, as Python's int / int gives
+            arrivals = (timestamp / 1000).tolist()
+        else:
+            arrivals = [t / 1000 for t in timestamp.tolist()]
+        if n[0] <= 16 and np.all(n == n[0]):  # every line has the same few ids: tuples made column by column
+            hash_ids = list(zip(*numbers.reshape(n.size, -1)[:, 3:].T.tolist()))
+        else:
+            ids = numbers.tolist()
+            hash_ids = [tuple(ids[a:b]) for a, b in zip((first + 3).tolist(), (first + counts).tolist())]
+        lengths = length.tolist()
+        queries = tuple(map(BlockQuery, hash_ids, lengths, repeat(block_size), arrivals, output.tolist()))
+    return Workload(queries, str(path), tuple((filled + 1).tolist()))
+
+
 def read_mooncake(path: str | Path, block_size: int = 512) -> Workload:
     """Read a Mooncake trace; timestamps must be non-negative and non-decreasing.
 
     Raises InputError naming ``path:line`` for the first bad line; unknown keys are ignored with one
-    warning line naming them.
+    warning line naming them. A file of canonical lines (:func:`_read_canonical`) is read in bulk, to the same
+    workload.
     """
-    return read_block_trace(path, block_size, parse_mooncake_line, FIELDS)
+    return read_block_trace(path, block_size, parse_mooncake_line, FIELDS, bulk=_read_canonical)
 
 
 @register_format
