@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from kvtheory.model.traces.flat import OracleGeneralColumns
-from kvtheory.policies.flat_streams import NodeStream, jit_kernels, new_heap
+from kvtheory.policies.flat_streams import NodeStream, jit_kernels, new_heap, serve_chunks
 from kvtheory.policies.native import ahead_of_time
 
 
@@ -43,18 +43,12 @@ def stream_fif(columns: OracleGeneralColumns, budget: int, *, query_hits: bool =
         base -= ids.size
         next_uses(stream.nodes(ids), base, n, stream.state[2], next_use)
     state = np.zeros(1, dtype=np.int64)
-    heap = new_heap()
-    total, kept_hits, base = 0, [], 0
-    try:
-        for ids in columns.id_chunks():
-            nodes = stream.nodes(ids)
-            kept, pos = stream.state[0], stream.state[1]
-            hits = np.empty(ids.size, dtype=np.int64)
-            heap = fif_chunk(nodes, ids, base, next_use, hits, budget, state, kept, pos, heap)
-            base += ids.size
-            total += int(hits.sum())
-            if query_hits:
-                kept_hits.append(hits)
-    except RuntimeError as exc:
-        raise RuntimeError(str(exc)) from None
-    return total, (np.concatenate(kept_hits) if query_hits else None)
+    carried = [new_heap(), 0]  # the heap, and the position of the chunk's first query
+
+    def serve_chunk(ids, nodes, hits):
+        heap, base = carried
+        kept, pos = stream.state[0], stream.state[1]
+        carried[0] = fif_chunk(nodes, ids, base, next_use, hits, budget, state, kept, pos, heap)
+        carried[1] = base + ids.size
+
+    return serve_chunks(columns.id_chunks(), stream, serve_chunk, query_hits)

@@ -80,7 +80,7 @@ def _wants(cls, queries: int, tokens: int, backend: str) -> bool:
 
 def flat_stream(workload, batch: int):
     """The flat trace a run streams, chunk by chunk in O(distinct objects) memory
-    (:mod:`kvtheory.policies.compiled.flat_stream`), or None: the workload's columns when they are an oracleGeneral
+    (:mod:`kvtheory.policies.flat_streams`), or None: the workload's columns when they are an oracleGeneral
     file read lazily (:class:`~kvtheory.model.traces.flat.OracleGeneralColumns`) and the batch size is 1."""
     from kvtheory.model.traces.flat import OracleGeneralColumns
 

@@ -67,7 +67,7 @@ def new_heap() -> np.ndarray:
     return np.empty((1 << 10, 3), dtype=np.int64)
 
 
-def _serve(chunks, stream: NodeStream, serve_chunk, query_hits: bool):
+def serve_chunks(chunks, stream: NodeStream, serve_chunk, query_hits: bool):
     """The total hits of serving each chunk of ids (``serve_chunk(ids, nodes, hits)``), and every query's hits
     (one int64 array) when ``query_hits``, else None; a kernel's RuntimeError raised as a new one (no chain)."""
     total, kept_hits = 0, []
@@ -99,7 +99,7 @@ def stream_run(chunks, budget: int, policy: str, *, refresh: bool = True, query_
         else:
             kernels.radix_chunk(nodes, hits, budget, refresh, state, rows[0], rows[1], rows[2])
 
-    return _serve(chunks, stream, serve_chunk, query_hits)
+    return serve_chunks(chunks, stream, serve_chunk, query_hits)
 
 
 def stream_sampler(chunks, budget: int, *, marking: bool, seed=None, query_hits: bool = False, kernels=None):
@@ -115,7 +115,7 @@ def stream_sampler(chunks, budget: int, *, marking: bool, seed=None, query_hits:
     def serve_chunk(ids, nodes, hits):
         kernels.sampler_chunk(ids, nodes, hits, budget, marking, counters, stream.state, *bits)
 
-    return _serve(chunks, stream, serve_chunk, query_hits)
+    return serve_chunks(chunks, stream, serve_chunk, query_hits)
 
 
 def stream_authors(chunks, budget: int, *, seed=None, query_hits: bool = False, kernels=None):
@@ -132,4 +132,4 @@ def stream_authors(chunks, budget: int, *, seed=None, query_hits: bool = False, 
     def serve_chunk(ids, nodes, hits):
         tree[:] = kernels.authors_chunk(nodes, hits, budget, counters, stream.state, *tree, *bits)
 
-    return _serve(chunks, stream, serve_chunk, query_hits)
+    return serve_chunks(chunks, stream, serve_chunk, query_hits)
