@@ -1,9 +1,11 @@
 """Filling numba's on-disk cache with every compiled kernel kvtheory runs, so that no user run waits for a compile.
 
-``pip install -e .`` calls :func:`warm_up` from the in-tree build backend (``build_backend/kvtheory_build.py``,
-docs/performance.md §No compile on the first run) on the installing machine, with the numba the package then
-runs with; ``python -m kvtheory.warmup`` does the same by hand (after upgrading numba, or with a
-``NUMBA_CACHE_DIR`` of one's own) and prints what it compiled.
+``pip install -e .`` runs ``python -m kvtheory.warmup`` from the in-tree build backend
+(``build_backend/kvtheory_build.py``, docs/performance.md §No compile on the first run) on the installing machine,
+with the numba the package then runs with: :func:`warm_up`, then :func:`build_ahead_of_time` (the streamed
+flat-trace kernels as an extension that runs without numba, :mod:`kvtheory.policies.native`). Running it by hand
+does the same (after upgrading numba, after editing a kernel, or with a ``NUMBA_CACHE_DIR`` of one's own) and
+prints what it compiled.
 
 The signatures are not listed by hand: :func:`warm_up` runs every registered policy (and each policy that
 follows predictions), FIF, the one-pass miss-ratio curves and lbgr-full's learning step through the same public
@@ -159,6 +161,7 @@ def _rls_steps() -> None:
 def warm_up() -> None:
     """Run every compiled kernel once on the tiny workloads (module docstring); numba caches each signature on
     disk (``cache=True``). A run that fails does not stop the others: a RuntimeError names them all at the end."""
+    from kvtheory.experiments.fif_stack import fif_stack_hits
     from kvtheory.experiments.stack_mrc import stack_hits
     from kvtheory.model.workload import Workload
     from kvtheory.optimum.fif import run_fif
@@ -172,7 +175,8 @@ def warm_up() -> None:
         run_fif(workload, _budget(token_lists, batch, 1), batch=batch, backend="compiled")
     failures += _streamed_runs(run_fif)
     for whole_node in (True, False):  # the miss-ratio curves of lru and token-lru in one pass
-        stack_hits(Workload.from_token_lists(WORKLOADS[0]).trie, [1, 2], whole_node=whole_node)
+        stack_hits(Workload.from_token_lists(WORKLOADS[0]).trie, [1, 2], whole_node=whole_node, compiled=True)
+    fif_stack_hits(Workload.from_token_lists(WORKLOADS[0]).trie, [1, 2], compiled=True)  # OPT's, on one-token queries
     _rls_steps()
     if failures:
         raise RuntimeError("the warm-up failed on:\n" + "\n".join(failures))

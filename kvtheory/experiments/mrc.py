@@ -12,8 +12,9 @@ footprint over B) is left out of the curve and listed in ``infeasible`` with the
 serve the block-level workload once built, with B / b slots, and their misses are converted to tokens.
 
 How each policy's curve is computed is chosen in one place, :func:`curve_methods`: ``one-pass`` (every budget
-from one traversal by stack distances, :mod:`kvtheory.experiments.stack_mrc`) where that is proven exact for the
-policy on this workload, else ``per-budget`` (one task per budget, on the executor). Both give the same values.
+from one traversal by stack distances, :mod:`kvtheory.experiments.stack_mrc`; OPT's by FIF's priority stack on
+one-token queries, :mod:`kvtheory.experiments.fif_stack`) where that is proven exact for the policy on this
+workload, else ``per-budget`` (one task per budget, on the executor). Both give the same values.
 """
 
 from __future__ import annotations
@@ -129,12 +130,21 @@ def _one_pass(
     served: Workload, budgets: list[int], name: str, block_size: int, tokens_of, tokens: int, backend
 ) -> tuple:
     """(misses, hit rates) of ``name`` at every budget from one traversal (compiled when the curve's ``backend``
-    is), in tokens as the single runs report them."""
+    is): the stack distances of :mod:`~kvtheory.experiments.stack_mrc`, or for OPT FIF's priority stack
+    (:mod:`~kvtheory.experiments.fif_stack`); in tokens as the single runs report them."""
     compiled = backend == PREFER_COMPILED
-    hits = stack_hits(served.trie, [b // block_size for b in budgets], whole_node=name == "lru", compiled=compiled)
+    slots = [b // block_size for b in budgets]
+    if name in OPT_NAMES:
+        from kvtheory.experiments.fif_stack import fif_stack_hits
+
+        hits = fif_stack_hits(served.trie, slots, compiled=compiled)
+    else:
+        hits = stack_hits(served.trie, slots, whole_node=name == "lru", compiled=compiled)
     misses = [int(served.total_tokens - h) for h in hits.tolist()]
     if tokens_of is not None:
         misses = [tokens_of(m) for m in misses]
+    if name in OPT_NAMES:  # as _cell and _in_tokens compute OPT's, to the last bit
+        return misses, [1 - m / tokens for m in misses]
     return misses, [(tokens - m) / tokens for m in misses]
 
 
@@ -215,11 +225,13 @@ def miss_ratio_curve(
     backend = job_backend("auto", runs * len(stepped), runs * stepped.total_tokens)
     misses: dict[str, list] = {name: [None] * len(budgets) for name in policies}
     hit_rate: dict[str, list] = {name: [None] * len(budgets) for name in policies}
+    status: list = [None] * len(budgets)
+    solvers: list = [None] * len(budgets)
     for name in policies:
         if methods[name] == "one-pass":
             misses[name], hit_rate[name] = _one_pass(served, budgets, name, block_size, tokens_of, tokens, backend)
-    status: list = [None] * len(budgets)
-    solvers: list = [None] * len(budgets)
+            if name in OPT_NAMES:  # FIF at beta = 1: the optimum
+                status, solvers = ["optimal"] * len(budgets), ["fif"] * len(budgets)
     tasks = []
     for index, budget in enumerate(budgets):
         for name in policies:

@@ -30,8 +30,10 @@ use, its own included, number at most B.
 FIF at beta = 1 meets (i)-(iii) with P_t = (next request, then the shallower token, then the smaller trie node
 id: the tie rule of docs/model.md §The offline optimum, with its fixed order), on every workload: next(child) >=
 next(parent), and nothing here depends on B. So OPT's curve is a stack curve (Mattson et al. 1970, lifted to
-trees); tests/experiments/test_stack_mrc.py checks per-query hits growing with B by brute force. Its one
-pass (a priority stack update per query) is not implemented: ``miss_ratio_curve`` runs FIF per budget.
+trees); tests/experiments/test_stack_mrc.py checks per-query hits growing with B by brute force. Its one pass
+(a priority stack update per query, cut at the budgets) is implemented where every query is one token
+(:func:`one_token_queries`: the trie is a root and its leaves), in :mod:`kvtheory.experiments.fif_stack`;
+on other workloads ``miss_ratio_curve`` runs FIF per budget.
 
 The traversal runs per radix edge (every token of an edge shares its last access time) with a Fenwick tree
 over access times: the tokens accessed after time s number W(> s), so the j-th token of edge e_i of q_t,
@@ -48,8 +50,9 @@ import numpy as np
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.dispatch import long_enough
 
-#: the policies with a one-pass method (:func:`one_pass_blocker` says on which workloads it is exact)
-ONE_PASS = ("lru", "token-lru")
+#: the policies with a one-pass method (:func:`one_pass_blocker` says on which workloads it is exact); "fif" and
+#: "opt" name the optimum (kvtheory.experiments.mrc.OPT_NAMES)
+ONE_PASS = ("lru", "token-lru", "fif", "opt")
 
 
 def prefix_nested(trie: PrefixTrie) -> bool:
@@ -74,13 +77,25 @@ def identical_or_disjoint(trie: PrefixTrie) -> bool:
     return bool((parent[np.asarray(trie.end, dtype=np.int64)] == 0).all())
 
 
+def one_token_queries(trie: PrefixTrie) -> bool:
+    """Whether every query is a single token: each ends on a one-token edge off the root."""
+    ends = np.asarray(trie.end, dtype=np.int64)
+    parent = np.asarray(trie.parent, dtype=np.int64)
+    length = np.asarray(trie.edge_len, dtype=np.int64)
+    return bool((parent[ends] == 0).all() and (length[ends] == 1).all())
+
+
 def one_pass_blocker(policy: str, trie: PrefixTrie, batch: int, evict_amount: str) -> str | None:
     """None where the one pass is proven exact for ``policy`` on the workload of ``trie`` (the module's lemma),
     else why not, in words."""
     if policy not in ONE_PASS:
-        return "it is not a stack algorithm (only lru and token-lru have a one-pass method)"
+        return "it is not a stack algorithm (only lru, token-lru and fif/opt have a one-pass method)"
     if batch != 1:
         return "the one pass is exact at batch size 1 only"
+    if policy in ("fif", "opt"):  # OPT evicts the shortfall whatever the online policies' eviction amount
+        if not one_token_queries(trie):
+            return "a query has more than one token (FIF's one pass takes one-token queries only)"
+        return None
     if evict_amount != "shortfall":
         return "evicting the whole allocation is not a stack algorithm"
     if policy == "token-lru" and not prefix_nested(trie):

@@ -25,6 +25,7 @@ import pytest
 
 import kvtheory
 from kvtheory import Workload
+from kvtheory.experiments import fif_stack
 from kvtheory.optimum import compiled_fif, flat_fif_kernels
 from kvtheory.policies.compiled import (
     authors,
@@ -41,7 +42,7 @@ from kvtheory.policies.compiled import (
 )
 
 KERNEL_MODULES = (radix, authors, flat, flat_stream, lfu, sampler, predictive, marking, compiled_fif, flat_fif_kernels)
-KERNEL_MODULES += (switch, flat_sampler, flat_authors)
+KERNEL_MODULES += (switch, flat_sampler, flat_authors, fif_stack)
 
 
 def _nested():

@@ -14,7 +14,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 #: the numba dispatchers of every kvtheory module that compiles with numba (found by its source), as
-#: {module.name: dispatcher}, less those inlined into their callers (no code of their own)
+#: {module.name: dispatcher}, each once (under the first name found), those made by njit(f) of a function of
+#: another module too, less those inlined into their callers (no code of their own)
 COMMON = """
 import json, sys
 from importlib import import_module
@@ -24,13 +25,14 @@ from numba.core.registry import CPUDispatcher
 
 def dispatchers():
     root = Path(kvtheory.__file__).parent
-    found = {}
+    found, seen = {}, set()
     for path in sorted(root.rglob("*.py")):
         if "njit" in path.read_text():
             name = ".".join(("kvtheory", *path.relative_to(root).with_suffix("").parts))
             module = import_module(name)
             for attribute, value in vars(module).items():
-                if isinstance(value, CPUDispatcher) and value.py_func.__module__ == module.__name__:
+                if isinstance(value, CPUDispatcher) and id(value) not in seen:
+                    seen.add(id(value))
                     if value.targetoptions.get("inline") != "always":  # else compiled inside its callers only
                         found[f"{name}.{attribute}"] = value
     return found
