@@ -17,13 +17,12 @@ import numpy as np
 
 from kvtheory.policies.native import ahead_of_time, bit_source
 
-#: the kernels a streamed run of an online policy calls
-KERNELS = ("dense_ids", "radix_chunk", "lfu_chunk", "sampler_chunk", "authors_chunk")
-_NOTHING_TO_EVICT = "nothing left to evict: the batch footprint exceeds the budget"
+#: rlt-authors' first Fenwick tree length (:func:`stream_authors`)
+_FIRST_STAMPS = 1 << 10
 
 
 def jit_kernels() -> SimpleNamespace:
-    """The kernels of :data:`KERNELS` as numba compiles them just in time (loads numba)."""
+    """The kernels a streamed run of an online policy calls, as numba compiles them just in time (loads numba)."""
     from kvtheory.policies.compiled import flat_authors, flat_sampler, flat_stream
 
     return SimpleNamespace(
@@ -125,7 +124,9 @@ def stream_authors(chunks, budget: int, *, seed=None, query_hits: bool = False, 
     kernels = kernels or flat_kernels()
     stream = NodeStream(2, kernels)
     counters = np.zeros(4, dtype=np.int64)
-    tree = [np.zeros((1 << 10) + 1, dtype=np.int64), np.zeros((1 << 10) + 1, dtype=np.int64)]  # Fenwick, owner
+    # the Fenwick tree over insertion stamps and its owner array (stamp -> node): any first length will do, the
+    # kernel renumbers the stamps into longer ones as the cache grows
+    tree = [np.zeros(_FIRST_STAMPS + 1, dtype=np.int64), np.zeros(_FIRST_STAMPS + 1, dtype=np.int64)]
     rng = np.random.default_rng(seed)  # kept alive: the kernel draws from its state
     bits = bit_source(rng)
 

@@ -107,6 +107,12 @@ def test_an_extension_built_from_other_sources_is_not_taken(tmp_path, monkeypatc
     native.ahead_of_time.cache_clear()
 
 
+def test_the_extension_exports_every_kernel_the_drivers_call(extension):
+    called = set(vars(jit_kernels())) | set(vars(jit_fif_kernels()))
+    assert called == set(native.EXPORTS)
+    assert all(callable(getattr(extension, name)) for name in native.EXPORTS)
+
+
 def test_the_digest_covers_every_kernel_source():
     compiled = {path.name for path in native.SOURCES if path.parent.name == "compiled"}
     assert {"flat_stream.py", "flat_sampler.py", "flat_authors.py", "sampler.py", "flat.py"} <= compiled
