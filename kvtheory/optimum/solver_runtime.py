@@ -37,6 +37,11 @@ def hard_deadline(seconds: float | None):
     the dropped one). An alarm that arrives while this generator itself
     runs (leaving the block) raises nothing, so the timer is always disarmed. An alarm armed by someone
     else (pytest-timeout, say) is put back, with what was left of it, on the way out.
+
+    An error other than OutOfTime that leaves the block after an alarm has raised there is that alarm's,
+    turned into another error by the C code it landed in (a pybind11 call converting its arguments, as
+    HiGHS's ``addRow`` while PuLP builds the model, reports "incompatible function arguments"): it leaves as
+    OutOfTime, with the error as its cause.
     """
     if seconds is None or threading.current_thread() is not threading.main_thread():
         yield
@@ -47,14 +52,22 @@ def hard_deadline(seconds: float | None):
             return  # already leaving the block: the finally below disarms the timer
         if _in_unraisable_hook(frame):
             return  # reporting an exception a callback dropped: an exception here would break the report
+        raised.append(True)
         raise OutOfTime
 
     own_code = sys._getframe().f_code
+    raised: list[bool] = []
     entered = time.monotonic()
     previous_handler = signal.signal(signal.SIGALRM, expire)
     previous_delay, previous_interval = signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-3), _REPEAT)
     try:
         yield
+    except OutOfTime:
+        raise
+    except Exception as exc:
+        if raised:
+            raise OutOfTime from exc
+        raise
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous_handler)

@@ -37,6 +37,24 @@ def test_hard_deadline_stops_python_code_and_restores_an_outer_alarm():
         time.sleep(0.3)  # the outer alarm (5 s) is back, not the expired inner one
 
 
+def test_an_alarm_a_c_call_turned_into_another_error_still_stops_the_block_as_out_of_time():
+    """The alarm lands in a call that reports its own error instead (as a pybind11 argument conversion that
+    the alarm interrupts says "incompatible function arguments"): the block still ends in OutOfTime, with that
+    error as its cause; an error raised before any alarm stays itself."""
+
+    def converting():  # catches what the alarm raised and reports an error of its own, as such C code does
+        try:
+            _spin(2.0)
+        except OutOfTime:
+            raise TypeError("addRow(): incompatible function arguments") from None
+
+    with pytest.raises(OutOfTime) as stopped, hard_deadline(0.05):
+        converting()
+    assert isinstance(stopped.value.__cause__, TypeError)
+    with pytest.raises(TypeError), hard_deadline(5.0):
+        raise TypeError("a real error, before the deadline")
+
+
 def test_the_repeated_alarm_never_lands_inside_the_unraisable_hook(monkeypatch):
     """An expired deadline fires every 50 ms; while ``sys.unraisablehook`` reports an exception a callback
     dropped (pytest's hook formats its traceback), an alarm there would break the report. It waits for
