@@ -37,7 +37,6 @@ SOURCES = (
 
 _FLAT = "kvtheory.policies.compiled.flat_stream"
 _FIF = "kvtheory.optimum.flat_fif_kernels"
-_IDS = "i8[::1]"
 #: name in the extension -> (the numba function compiled, its signature; ``draw`` is the bit generator's
 #: ``next_uint32``). FIF's next-use array is int32 below 2**31 requests, int64 from there: one export each.
 EXPORTS = {
