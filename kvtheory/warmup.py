@@ -3,7 +3,8 @@
 ``pip install -e .`` runs ``python -m kvtheory.warmup`` from the in-tree build backend
 (``build_backend/kvtheory_build.py``, docs/performance.md §No compile on the first run) on the installing machine,
 with the numba the package then runs with: :func:`warm_up`, then :func:`build_ahead_of_time` (the streamed
-flat-trace kernels as an extension that runs without numba, :mod:`kvtheory.policies.native`). Running it by hand
+flat-trace kernels and the whole-trie cores of the radix family, FIF, the flat tries and the one-pass curves as an
+extension that runs without numba, :mod:`kvtheory.policies.native`). Running it by hand
 does the same (after upgrading numba, after editing a kernel, or with a ``NUMBA_CACHE_DIR`` of one's own) and
 prints what it compiled.
 
@@ -79,17 +80,14 @@ def _policy_runs(workload, budget: int, batch: int, evict_amount: str, block_siz
 
 def _streamed_runs(run_fif) -> list[str]:
     """The streamed engines of flat traces (:mod:`kvtheory.policies.flat_streams`, :mod:`kvtheory.optimum.flat_fif`):
-    the one-token workload written as an oracleGeneral file and read back, every policy and FIF at batch size 1,
-    and each driver once more on numba's kernels (the runs take the ones compiled ahead of time when those are
-    current). The failures, as :func:`_policy_runs` gives them."""
+    the one-token workload written as an oracleGeneral file and read back, every policy and FIF at batch size 1.
+    The failures, as :func:`_policy_runs` gives them."""
     import os
     import tempfile
 
     import numpy as np
 
     from kvtheory.model.traces.flat import ORACLE_GENERAL, read_oracle_general
-    from kvtheory.optimum.flat_fif import jit_fif_kernels, stream_fif
-    from kvtheory.policies.flat_streams import jit_kernels, stream_authors, stream_run, stream_sampler
 
     token_lists = WORKLOADS[0]
     budget = _budget(token_lists, 1, 1)
@@ -101,13 +99,6 @@ def _streamed_runs(run_fif) -> list[str]:
         workload = read_oracle_general(path)
         failures = _policy_runs(workload, budget, 1, "shortfall", 1)
         run_fif(workload, budget, backend="compiled")
-        jit, chunks = jit_kernels(), workload.queries.id_chunks
-        for policy in ("radix", "lfu"):
-            stream_run(chunks(), budget, policy, kernels=jit)
-        for marking in (True, False):
-            stream_sampler(chunks(), budget, marking=marking, seed=0, kernels=jit)
-        stream_authors(chunks(), budget, seed=0, kernels=jit)
-        stream_fif(workload.queries, budget, kernels=jit_fif_kernels())
     return failures
 
 
@@ -159,8 +150,17 @@ def _rls_steps() -> None:
 
 
 def warm_up() -> None:
-    """Run every compiled kernel once on the tiny workloads (module docstring); numba caches each signature on
-    disk (``cache=True``). A run that fails does not stop the others: a RuntimeError names them all at the end."""
+    """Run every compiled kernel once on the tiny workloads (module docstring), numba's even where the extension
+    compiled ahead of time is current (:func:`~kvtheory.policies.native.just_in_time`: after an edit of a kernel
+    the runs fall back on them); numba caches each signature on disk (``cache=True``). A run that fails does not
+    stop the others: a RuntimeError names them all at the end."""
+    from kvtheory.policies.native import just_in_time
+
+    with just_in_time():
+        _warm_up()
+
+
+def _warm_up() -> None:
     from kvtheory.experiments.fif_stack import fif_stack_hits
     from kvtheory.experiments.stack_mrc import stack_hits
     from kvtheory.model.workload import Workload
@@ -195,7 +195,7 @@ def main() -> int:
         print(f"kvtheory: warning: the kernels compiled ahead of time were not built ({exc!r})", file=sys.stderr)
     else:
         print(
-            f"kvtheory: streamed kernels compiled ahead of time: {built} ({time.perf_counter() - start:.1f} s)",
+            f"kvtheory: kernels compiled ahead of time: {built} ({time.perf_counter() - start:.1f} s)",
             file=sys.stderr,
         )
     return 0

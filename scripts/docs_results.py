@@ -620,6 +620,12 @@ def startup_table(records: list[dict]) -> str:
     return f"Medians of {o['repeats']} processes.\n\n" + "\n".join(lines) + f"\n\n{provenance(records)}\n"
 
 
+def _mrc_workers(workers: int | None) -> str:
+    if workers is None:
+        return "the command's default processes (a pool of every CPU when the runs take the compiled engines)"
+    return f"{workers} process(es)"
+
+
 def mrc_table(records: list[dict]) -> str:
     """``python benchmarks/mrc.py --json``: ``kvtheory mrc`` per budget and auto (one pass where exact); the peer."""
     (run,) = records
@@ -630,6 +636,8 @@ def mrc_table(records: list[dict]) -> str:
         rows = [("`kvtheory mrc --method per-budget`", "all per-budget", k["before_per_budget"])]
         chosen = ", ".join(f"{p} {m}" for p, m in k["method"].items())
         rows.append(("`kvtheory mrc` (auto)", chosen, k["after_auto"]))
+        if "after_auto_one_process" in k:  # the runs before it had no single-process figure
+            rows.append(("`kvtheory mrc --workers 1` (auto, in one process)", chosen, k["after_auto_one_process"]))
         if peer.get("available"):
             rows.append(("kvcache-simulator (C++ batch core)", "all budgets in one run", peer))
         for what, how, f in rows:
@@ -641,8 +649,8 @@ def mrc_table(records: list[dict]) -> str:
             lines.append(f"| {name} | per-budget and auto DIFFER | | | | |")
     peers = {o[n]["kvcache_simulator"].get("note") for n in ("mooncake", "flat")} - {None}
     return (
-        f"Policies {o['policies']}, 8 budgets each, per-budget runs on {o['workers']} process(es); per-budget and "
-        f"auto curves identical to the last miss on both traces: "
+        f"Policies {o['policies']}, 8 budgets each, per-budget runs on {_mrc_workers(o['workers'])}; the curves of "
+        f"every kvtheory process identical to the last miss on both traces: "
         f"{all(o[n]['kvtheory']['identical'] for n in ('mooncake', 'flat'))}."
         + "".join(f" {note}" for note in sorted(peers))
         + "\n\n"

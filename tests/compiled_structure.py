@@ -31,12 +31,12 @@ import numpy as np
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.compiled import authors as A
 from kvtheory.policies.compiled import lfu as L
-from kvtheory.policies.compiled import radix as R
+from kvtheory.policies.compiled import radix_layout as R
 from kvtheory.policies.compiled import sampler as S
 from kvtheory.policies.compiled.authors import CompiledAuthorsRLT
 from kvtheory.policies.compiled.lfu import CompiledLFU
-from kvtheory.policies.compiled.radix import CompiledRadix
 from kvtheory.policies.compiled.sampler import CompiledLeafSampler
+from kvtheory.policies.radix_core import CompiledRadix
 
 
 def _is_ancestor(trie: PrefixTrie, a: int, b: int) -> bool:

@@ -2,11 +2,31 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
+import sys
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 from kvtheory.errors import InputError
+
+#: the objects a local pool's forked workers share with the sweep (:meth:`LocalExecutor.share`), by key
+_SHARED: dict[int, object] = {}
+_KEYS = itertools.count()
+
+
+@dataclass(frozen=True)
+class SharedObject:
+    """A cell argument that stands for an object of :data:`_SHARED`, which a forked worker inherits."""
+
+    key: int
+
+
+def resolve(argument):
+    """The object a cell argument stands for: the shared one for a :class:`SharedObject` (as the executor's
+    ``share`` returned it), else the argument itself."""
+    return _SHARED[argument.key] if isinstance(argument, SharedObject) else argument
 
 
 # -- executors ----------------------------------------------------------------------------------------
@@ -19,17 +39,38 @@ def _leave_interrupts_to_the_sweep() -> None:
 
 
 class LocalExecutor:
-    """A process pool (``concurrent.futures.ProcessPoolExecutor``) of ``workers`` processes."""
+    """A process pool (``concurrent.futures.ProcessPoolExecutor``) of ``workers`` processes, forked where the
+    platform forks safely (Linux), so that objects :meth:`share` d before the first submit reach every worker
+    without being copied through a pipe."""
 
     name = "local"
 
     def __init__(self, workers: int | None = None) -> None:
+        import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         self.workers = workers or default_workers()
-        self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_leave_interrupts_to_the_sweep)
+        self._forked = sys.platform == "linux"
+        context = multiprocessing.get_context("fork") if self._forked else None
+        self._pool = ProcessPoolExecutor(
+            max_workers=self.workers, mp_context=context, initializer=_leave_interrupts_to_the_sweep
+        )
+        self._shared: list[int] = []
+        self._started = False
+
+    def share(self, value):
+        """A cell argument standing for ``value`` (read by :func:`resolve` in the cell): a :class:`SharedObject`
+        that the forked workers inherit when the workers are yet to start, else ``value`` itself (pickled with
+        every cell that takes it)."""
+        if not self._forked or self._started:
+            return value
+        key = next(_KEYS)
+        _SHARED[key] = value
+        self._shared.append(key)
+        return SharedObject(key)
 
     def submit(self, function: Callable, argument, key: str):
+        self._started = True  # the pool forks its workers at the first submit: later shares are not theirs
         return self._pool.submit(function, argument)
 
     def as_completed(self, futures: Iterable) -> Iterator:
@@ -44,6 +85,9 @@ class LocalExecutor:
             for process in list((self._pool._processes or {}).values()):
                 process.terminate()
         self._pool.shutdown(wait=True, cancel_futures=True)
+        for key in self._shared:
+            _SHARED.pop(key, None)
+        self._shared.clear()
 
 
 class DaskExecutor:
@@ -69,6 +113,10 @@ class DaskExecutor:
                 n_workers=workers or default_workers(), threads_per_worker=1, processes=True, dashboard_address=None
             )
             self.client = Client(self._own_cluster)
+
+    def share(self, value):
+        """``value`` scattered to every worker once (a future, which the cells receive as the value itself)."""
+        return self.client.scatter(value, broadcast=True)
 
     def submit(self, function: Callable, argument, key: str):
         return self.client.submit(function, argument, key=f"kvtheory-cell-{key}", pure=False)

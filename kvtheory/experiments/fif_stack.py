@@ -51,13 +51,15 @@ from kvtheory.errors import InputError
 from kvtheory.experiments.stack_mrc import one_token_queries
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.dispatch import long_enough
+from kvtheory.policies.native import kernels
 
 
 def fif_stack(trie: PrefixTrie, budgets: Sequence[int], *, compiled: bool | None = None):
     """FIF at beta = 1 on the one-token queries of ``trie`` at every budget from one traversal: ``(index,
     where, segment)``, int64 arrays. Query t hits at ``budgets[k]`` exactly when ``where[t] <= index[k]``, and
     trie node v is cached at ``budgets[k]`` after the last query exactly when ``0 <= segment[v] <= index[k]``.
-    ``compiled``: the numba kernel or the same code as Python; by default compiled from
+    ``compiled``: the compiled kernel (ahead of time when current: :func:`~kvtheory.policies.native.kernels`) or
+    the same code as Python; by default compiled from
     :data:`~kvtheory.policies.dispatch.CORE_MIN_QUERIES` queries on."""
     if not one_token_queries(trie):
         raise InputError("FIF's one-pass miss-ratio curve takes workloads of one-token queries only")
@@ -69,8 +71,8 @@ def fif_stack(trie: PrefixTrie, budgets: Sequence[int], *, compiled: bool | None
     clipped = np.minimum(wanted, max(n_nodes - 1, 1))  # n_nodes - 1 objects: nothing is evicted from there on
     cuts = np.unique(clipped)
     traverse = fif_stack_traversal
-    if long_enough(ends.size) if compiled is None else compiled:
-        from kvtheory.experiments.compiled_fif_stack import compiled_fif_traversal as traverse
+    if long_enough(ends.size) if compiled is None else compiled:  # ahead of time when current, else numba
+        traverse = kernels("kvtheory.experiments.compiled_fif_stack").compiled_fif_traversal
     where, segment = traverse(ends, n_nodes, cuts)
     return np.searchsorted(cuts, clipped).astype(np.int64), where, segment
 

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from kvtheory.errors import InputError
-from kvtheory.experiments.executors import make_executor
+from kvtheory.experiments.executors import default_workers, make_executor, resolve
 from kvtheory.experiments.stack_mrc import one_pass_blocker, stack_hits
 from kvtheory.model.batches import validate
 from kvtheory.model.blocks import block_budget, block_workload
@@ -75,7 +75,8 @@ def _cell(task: tuple) -> tuple[int, str, float, float, tuple[str, str] | list[i
     (1 - misses / T) runs compute them, on the job's engine ``backend`` (the same hits on either). ``block_size``
     is handed only to a policy that handles blocks itself, on the token workload; every other task's workload is
     already the block-level one."""
-    workload, index, budget, policy, batch, seeds, time_limit, evict_amount, block_size, backend = task
+    shared, index, budget, policy, batch, seeds, time_limit, evict_amount, block_size, backend = task
+    workload = resolve(shared)
     if policy in OPT_NAMES:
         if batch == 1:
             misses, status, solver = run_fif(workload, budget, backend=backend).misses, "optimal", "fif"
@@ -176,9 +177,11 @@ def miss_ratio_curve(
     Every budget is validated first (each must hold the longest query, and every batch's footprint): one
     that does not is reported in ``infeasible`` with the reason and left out; none feasible is an InputError.
     ``method`` (:data:`METHODS`): how each policy's curve is computed (:func:`curve_methods`; recorded in the
-    result's ``method``); the per-budget tasks run in this process, or on ``executor``'s ``workers`` processes
-    when ``workers`` >= 2 (a process pool's start and a copy of the workload per worker repay only long runs),
-    or on Dask (``executor="dask"``, of ``workers`` processes, by default the CPUs).
+    result's ``method``); the per-budget tasks run on ``executor``'s ``workers`` processes when ``workers`` >= 2,
+    in this process when it is 1, and by default (None) on a local pool of every CPU when the curve's runs are
+    long enough to take the compiled engines and are more than one (the workers are forked and inherit the
+    workload: no copy is sent), else in this process; on Dask (``executor="dask"``) of ``workers`` processes,
+    by default the CPUs.
     """
     budgets = sorted(set(budgets))
     if not budgets or not policies:
@@ -249,6 +252,8 @@ def miss_ratio_curve(
             else:
                 tasks.append(((served, index, budget // block_size, *common, 1), tokens_of))
     tasks = [((*task, backend), convert) for task, convert in tasks]
+    if workers is None and executor == "local" and not (backend == PREFER_COMPILED and len(tasks) > 1):
+        workers = 1  # short runs: a pool's start would cost more than it saves
     intervals: dict[str, list] = {}
     for index, name, value, rate, opt_status in _run_cells(tasks, tokens, executor, workers, progress):
         misses[name][index] = value
@@ -278,11 +283,11 @@ def miss_ratio_curve(
 
 def _run_cells(tasks: list, tokens: int, executor: str, workers: int | None, progress: bool | None):
     """Each per-budget task's :func:`_cell` result in tokens (:func:`_in_tokens`), in completion order: on the
-    executor, or in this process with the local executor unless more than one worker is asked for (the same
-    values either way: each task is a pure function of its arguments)."""
+    executor, or in this process with the local executor when one worker is asked for, or is all there is (the
+    same values either way: each task is a pure function of its arguments)."""
     if not tasks:
         return
-    if executor == "local" and (workers in (None, 1) or len(tasks) == 1):
+    if executor == "local" and (workers == 1 or len(tasks) == 1 or (workers is None and default_workers() == 1)):
         with _progress(len(tasks), progress) as done:
             for task, convert in tasks:
                 yield _in_tokens(_cell(task), convert, tokens)
@@ -290,8 +295,15 @@ def _run_cells(tasks: list, tokens: int, executor: str, workers: int | None, pro
         return
     runner = make_executor(executor, workers=workers)
     try:
+        shared = {}  # each workload once to every worker, however many cells take it
+        for task, _ in tasks:
+            if id(task[0]) not in shared:
+                shared[id(task[0])] = runner.share(task[0])
         with _progress(len(tasks), progress) as done:
-            futures = {runner.submit(_cell, task, f"mrc-{task[1]}-{task[3]}"): convert for task, convert in tasks}
+            futures = {
+                runner.submit(_cell, (shared[id(task[0])], *task[1:]), f"mrc-{task[1]}-{task[3]}"): convert
+                for task, convert in tasks
+            }
             for future in runner.as_completed(list(futures)):
                 yield _in_tokens(future.result(), futures[future], tokens)
                 done()

@@ -49,6 +49,7 @@ import numpy as np
 
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.dispatch import long_enough
+from kvtheory.policies.native import kernels
 
 #: the policies with a one-pass method (:func:`one_pass_blocker` says on which workloads it is exact); "fif" and
 #: "opt" name the optimum (kvtheory.experiments.mrc.OPT_NAMES)
@@ -108,15 +109,16 @@ def one_pass_blocker(policy: str, trie: PrefixTrie, batch: int, evict_amount: st
 def stack_hits(trie: PrefixTrie, budgets: Sequence[int], *, whole_node: bool, compiled: bool | None = None):
     """Total hits at each budget (int64, in ``budgets``' order) of token-LRU (``whole_node`` False) or L-LRU on
     the workload of ``trie`` at beta = 1, by stack distances; exact only where the module's lemma applies.
-    ``compiled``: the traversal compiled by numba (:mod:`kvtheory.experiments.compiled_stack`) or as Python,
-    the same code; by default compiled from :data:`~kvtheory.policies.dispatch.CORE_MIN_QUERIES` queries on
-    (below that, loading numba costs more than it saves)."""
+    ``compiled``: the traversal compiled (:mod:`kvtheory.experiments.compiled_stack`, ahead of time when current:
+    :func:`~kvtheory.policies.native.kernels`) or as Python, the same code; by default compiled from
+    :data:`~kvtheory.policies.dispatch.CORE_MIN_QUERIES` queries on (below that, loading numba, where the
+    extension is not current, costs more than it saves)."""
     ends = np.asarray(trie.end, dtype=np.int64)
     parent = np.asarray(trie.parent, dtype=np.int64)
     length = np.asarray(trie.edge_len, dtype=np.int64)
     traverse = stack_traversal
-    if long_enough(ends.size) if compiled is None else compiled:
-        from kvtheory.experiments.compiled_stack import compiled_traversal as traverse
+    if long_enough(ends.size) if compiled is None else compiled:  # ahead of time when current, else numba
+        traverse = kernels("kvtheory.experiments.compiled_stack").compiled_traversal
     return traverse(ends, parent, length, np.asarray(budgets, dtype=np.int64), whole_node)
 
 

@@ -24,7 +24,7 @@ from kvtheory.errors import InputError
 from kvtheory.model.batches import batches, footprint, slack_fields
 from kvtheory.model.query import BlockQuery
 from kvtheory.model.records import MAX_TOKENS
-from kvtheory.model.workload import QueryColumns, Workload
+from kvtheory.model.workload import BlockColumns, QueryColumns, Workload
 
 
 def _check_block_size(block_size) -> None:
@@ -145,7 +145,10 @@ def block_workload(workload: Workload, block_size: int) -> BlockWorkload:
     lengths = np.asarray(workload.lengths, dtype=np.int64)
     blocks = lengths // b
     served = np.flatnonzero(blocks)
-    hash_sizes = {q.block_size if isinstance(q, BlockQuery) else None for q in workload.queries}
+    if isinstance(workload.queries, BlockColumns):
+        hash_sizes = {workload.queries.block_size}
+    else:
+        hash_sizes = {q.block_size if isinstance(q, BlockQuery) else None for q in workload.queries}
     if len(hash_sizes) == 1 and None not in hash_sizes:
         rows = _hash_rows(workload, blocks, b, hash_sizes.pop())
     else:
@@ -177,7 +180,9 @@ def _hash_rows(workload: Workload, blocks: np.ndarray, b: int, h: int) -> np.nda
     """One row per full block of a block trace of h tokens per hash id: the ids of the hash blocks that cache block
     i covers, padded with -1 to the widest (the width depends on i alone, so rows of one position compare alike)."""
     width = (b - 1) // h + 2 if b % h else b // h
-    if b == h:  # cache block i is hash block i: the rows are the queries' first ids
+    if b == h and isinstance(workload.queries, BlockColumns):  # cache block i is hash block i: the first ids
+        return workload.queries.leading_ids(blocks).reshape(-1, 1)
+    if b == h:
         chains = chain.from_iterable(q.hash_ids[:n] for q, n in zip(workload.queries, blocks.tolist()) if n)
         return np.fromiter(chains, dtype=np.int64).reshape(-1, 1)
     rows = np.full((int(blocks.sum()), width), -1, dtype=np.int64)

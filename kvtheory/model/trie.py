@@ -261,7 +261,16 @@ class PrefixTrie:
     @property
     def sequence_tokens(self) -> int:
         """Tokens of all the sequences, repeats counted: the sum of the depths of their end nodes."""
-        return int(np.asarray(self.depth, dtype=np.int64)[np.asarray(self.end, dtype=np.int64)].sum())
+        return int(self.column("depth")[self.column("end")].sum())
+
+    def column(self, name: str) -> np.ndarray:
+        """The int64 array of the list ``name`` (``parent``, ``depth``, ``edge_len``, ``tin``, ``tout``, ``end``),
+        made on first use and shared by every later caller over this trie (the runs of a miss-ratio curve): a
+        caller reads it and never writes to it."""
+        columns = self.__dict__.setdefault("_columns", {})
+        if name not in columns:
+            columns[name] = np.asarray(getattr(self, name), dtype=np.int64)
+        return columns[name]
 
     def is_ancestor(self, a: int, b: int) -> bool:
         """True when node a is b or an ancestor of b."""

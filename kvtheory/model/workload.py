@@ -84,6 +84,69 @@ class QueryColumns(Sequence):
         return np.diff(self.offsets)
 
 
+class BlockColumns(Sequence):
+    """Block queries held as columns (what the Mooncake reader makes of a file): query j has the hash ids
+    ``ids[offsets[j]:offsets[j + 1]]`` of ``block_size``-token blocks, ``lengths[j]`` tokens, ``arrival[j]``
+    seconds and ``output_len[j]`` output tokens. A :class:`BlockQuery` is made only when one is asked for, and the
+    trie and the block-level view are built from the columns (:meth:`trie`,
+    :func:`kvtheory.model.blocks.block_workload`).
+
+    >>> columns = BlockColumns(np.array([7, 8, 7]), np.array([0, 2, 3]), np.array([5, 3]), 4, [0.0, 1.5], [2, 0])
+    >>> len(columns), columns[1]
+    (2, BlockQuery(hash_ids=(7,), length=3, block_size=4, arrival=1.5, output_len=0))
+    """
+
+    def __init__(self, ids, offsets, lengths, block_size: int, arrival: Sequence[float], output_len) -> None:
+        self.ids = np.asarray(ids, dtype=np.int64)
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        self.block_size = block_size
+        self.arrival = arrival
+        self.output_len = output_len
+
+    def __len__(self) -> int:
+        return self.lengths.size
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1:
+                return tuple(self[j] for j in range(start, stop, step))
+            stop = max(start, stop)
+            first, last = int(self.offsets[start]), int(self.offsets[stop])
+            return BlockColumns(
+                self.ids[first:last],
+                self.offsets[start : stop + 1] - first,
+                self.lengths[start:stop],
+                self.block_size,
+                self.arrival[start:stop],
+                self.output_len[start:stop],
+            )
+        j = range(len(self))[index]
+        ids = tuple(self.ids[self.offsets[j] : self.offsets[j + 1]].tolist())
+        return BlockQuery(ids, int(self.lengths[j]), self.block_size, float(self.arrival[j]), int(self.output_len[j]))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    def __hash__(self) -> int:
+        return hash((self.ids.tobytes(), self.offsets.tobytes(), self.lengths.tobytes(), self.block_size))
+
+    def trie(self) -> PrefixTrie:
+        """The trie of the queries (:meth:`PrefixTrie.from_blocks`), the one-token ones straight from their ids."""
+        if bool((self.lengths == 1).all()):  # token h_1 * block_size of the first block: ordered as the ids
+            return PrefixTrie.of_one_token_queries(self.ids[self.offsets[:-1]])
+        ids = self.ids.tolist()
+        chains = [ids[a:b] for a, b in zip(self.offsets[:-1].tolist(), self.offsets[1:].tolist())]
+        return PrefixTrie.from_blocks(chains, self.lengths.tolist(), self.block_size)
+
+    def leading_ids(self, counts: np.ndarray) -> np.ndarray:
+        """The first ``counts[j]`` ids of every query j, one after the other (``counts[j]`` at most its ids)."""
+        counts = np.asarray(counts, dtype=np.int64)
+        heads = np.cumsum(counts) - counts  # where query j's run starts in the result
+        return self.ids[np.repeat(self.offsets[:-1] - heads, counts) + np.arange(int(counts.sum()), dtype=np.int64)]
+
+
 @dataclass(frozen=True)
 class Workload(Sequence):
     """An ordered, non-empty sequence of queries q_1..q_n.
@@ -93,7 +156,7 @@ class Workload(Sequence):
     (2, 4, 2)
     """
 
-    queries: tuple[Query, ...] | QueryColumns
+    queries: tuple[Query, ...] | QueryColumns | BlockColumns
     source: str | None = None
     lines: tuple[int, ...] | None = None
 
@@ -128,6 +191,8 @@ class Workload(Sequence):
             if columns.tokens.size == len(columns):
                 return PrefixTrie.of_one_token_queries(columns.tokens)
             return PrefixTrie(np.split(columns.tokens, columns.offsets[1:-1]))
+        if isinstance(self.queries, BlockColumns):
+            return self.queries.trie()
         sizes = {q.block_size if isinstance(q, BlockQuery) else None for q in self.queries}
         if len(sizes) == 1 and None not in sizes:
             block_size = sizes.pop()
@@ -160,7 +225,7 @@ class Workload(Sequence):
     @cached_property
     def lengths(self) -> np.ndarray:
         """|q_j| for every query, an int64 array."""
-        if isinstance(self.queries, QueryColumns):
+        if isinstance(self.queries, (QueryColumns, BlockColumns)):
             return self.queries.lengths
         return np.fromiter((q.length for q in self.queries), dtype=np.int64, count=len(self.queries))
 

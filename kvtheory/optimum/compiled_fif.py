@@ -15,7 +15,9 @@ its members (who then empty), in one step per such event, however many levels; t
 goes to the band's largest ids. Members left with tokens go back on the heap.
 
 Memory: O(edges + path occurrences): every batch's distinct path nodes with their multiplicity and the key
-of their next request (the per-node request lists of FurthestInFuture, as CSR arrays), int64 throughout.
+of their next request (the per-node request lists of FurthestInFuture, as CSR arrays), int64 throughout. The
+heap is lazy (an edge's entry goes stale when its key or top changes) and is compacted to its valid entries, at
+most one per cached edge, whenever it holds 1,024 more than twice what the last compaction kept (:func:`_compact`).
 The kernel reproduces FurthestInFuture hit for hit and token for token (tests/optimum/test_compiled_fif.py).
 """
 
@@ -24,7 +26,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.compiled.flat import heap_pop, heap_push
 
 
@@ -103,6 +104,25 @@ def _peek(ha, hb, size, group, kept, floor, n_nodes):
 
 
 @njit(cache=True)
+def _compact(ha, hb, size, group, kept, floor, n_nodes):
+    """Drop every stale entry of the heap (an edge's entry is valid only at its group key and current top, one
+    per cached edge), rebuilt from the valid ones: the heap then holds O(cached edges) entries."""
+    live_a = np.empty(size[0], dtype=np.int64)
+    live_b = np.empty(size[0], dtype=np.int64)
+    live = 0
+    for i in range(size[0]):
+        rank = -hb[i]
+        v = rank % n_nodes
+        if group[v] == -ha[i] and kept[v] > 0 and floor[v] + kept[v] == rank // n_nodes:
+            live_a[live] = ha[i]
+            live_b[live] = hb[i]
+            live += 1
+    size[0] = 0
+    for i in range(live):
+        heap_push(ha, hb, size, live_a[i], live_b[i])
+
+
+@njit(cache=True)
 def _evict(tokens, ha, hb, size, group, kept, floor, band, n_nodes):
     """Evict ``tokens`` tokens in FIF's order (largest (key, depth, v) first); return the heap arrays (grown
     if needed). Raises if the cache runs out first.
@@ -115,7 +135,10 @@ def _evict(tokens, ha, hb, size, group, kept, floor, band, n_nodes):
     Step limits: a round frees at least its top token, so at most ``tokens`` + 1 rounds (the last one
     ends or raises); within a round, the top level's tokens go one per step (at most ``tokens``), each
     step down the levels frees at least one token or ends (at most ``tokens`` + 1), and joining the band
-    pops an entry per step (at most the heap's entries + 1).
+    pops an entry per step (at most the heap's entries + 1). The band stops joining once it is as wide as the
+    tokens left: no whole level can then go, and the next round takes the level's tokens one by one, in heap
+    order, from its members (pushed back) and the edges not yet joined alike, so work per round stays
+    O(tokens) heap operations however wide the level.
     """
     rounds_left = tokens + 1
     while tokens > 0:
@@ -154,7 +177,7 @@ def _evict(tokens, ha, hb, size, group, kept, floor, band, n_nodes):
             width = alive
             for _ in range(size[0] + 1):  # every step pops an entry, or ends
                 key2, top2, v2 = _peek(ha, hb, size, group, kept, floor, n_nodes)
-                if v2 < 0 or key2 != key or top2 != level:
+                if v2 < 0 or key2 != key or top2 != level or width >= tokens:
                     break
                 heap_pop(ha, hb, size)
                 band[width] = v2
@@ -213,6 +236,7 @@ def fif_run(parent, depth, ends, budget, batch, width):
     hb = np.empty(capacity, dtype=np.int64)
     size = np.zeros(1, dtype=np.int64)
     cached_tokens = 0
+    compact_at = 1024  # the heap's size that calls for dropping its stale entries (_compact)
     for t in range(start.size - 1):
         for j in range(t * batch, min(t * batch + batch, n)):
             h = 0
@@ -246,20 +270,7 @@ def fif_run(parent, depth, ends, budget, batch, width):
                 ha = np.concatenate((ha, np.empty(ha.size, dtype=np.int64)))
                 hb = np.concatenate((hb, np.empty(hb.size, dtype=np.int64)))
             heap_push(ha, hb, size, -group[v], -(depth[v] * n_nodes + v))
+        if size[0] >= compact_at:
+            _compact(ha, hb, size, group, kept, floor, n_nodes)
+            compact_at = 2 * size[0] + 1024
     return hits, kept
-
-
-def run_compiled_fif(trie: PrefixTrie, budget: int, batch: int) -> tuple[np.ndarray, np.ndarray]:
-    """FIF's hits per query and final kept tokens per trie node, queries served in order in batches of
-    ``batch`` (see :func:`fif_run`)."""
-    parent = np.asarray(trie.parent, dtype=np.int64)
-    depth = np.asarray(trie.depth, dtype=np.int64)
-    ends = np.asarray(trie.end, dtype=np.int64)
-    n_nodes = parent.size
-    if int(depth.max(initial=0)) + 1 >= (1 << 62) // max(n_nodes, 1):
-        raise ValueError("queries too long for the FIF core's int64 heap keys")
-    width = min(batch, ends.size) + 2  # FurthestInFuture's: the longest batch + 2
-    try:
-        return fif_run(parent, depth, ends, int(budget), int(batch), width)
-    except RuntimeError as exc:
-        raise RuntimeError(str(exc)) from None

@@ -29,9 +29,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+import numpy as np
+
 from kvtheory.model.batches import batches, validate
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.model.workload import Workload
+from kvtheory.policies import native
 from kvtheory.policies.dispatch import check_backend, flat_stream, long_enough
 from kvtheory.policies.furthest import FurthestKeyCache
 from kvtheory.simulate import RunResult, drive, result_of, run_in_blocks
@@ -107,6 +110,21 @@ def run_fif(
         from kvtheory.optimum.flat_fif import stream_fif
 
         return result_of(workload, budget, "fif", batch, None, stream_fif(columns, budget)[0])
-    from kvtheory.optimum.compiled_fif import run_compiled_fif  # numba, imported by the runs that use it
-
     return result_of(workload, budget, "fif", batch, None, run_compiled_fif(workload.trie, budget, batch)[0])
+
+
+def run_compiled_fif(trie: PrefixTrie, budget: int, batch: int, kernels=None) -> tuple[np.ndarray, np.ndarray]:
+    """FIF's hits per query and final kept tokens per trie node from the compiled core ``fif_run`` of
+    :mod:`kvtheory.optimum.compiled_fif` (from ``kernels``, by default the extension compiled ahead of time when
+    it is current, else numba's: :func:`kvtheory.policies.native.kernels`), queries served in order in batches
+    of ``batch``."""
+    parent, depth, ends = trie.column("parent"), trie.column("depth"), trie.column("end")  # fif_run reads them only
+    n_nodes = parent.size
+    if int(depth.max(initial=0)) + 1 >= (1 << 62) // max(n_nodes, 1):
+        raise ValueError("queries too long for the FIF core's int64 heap keys")
+    width = min(batch, ends.size) + 2  # FurthestInFuture's: the longest batch + 2
+    try:
+        core = kernels or native.kernels("kvtheory.optimum.compiled_fif")
+        return core.fif_run(parent, depth, ends, int(budget), int(batch), width)
+    except RuntimeError as exc:  # raised inside the kernel: its message, without numba's frames
+        raise RuntimeError(str(exc)) from None

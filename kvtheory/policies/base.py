@@ -45,8 +45,9 @@ class EvictionPolicy(ABC):
     #: token-level trie as ``cls(trie, B, seed=..., evict_amount=..., block_size=b)`` (b = 1 included) and takes
     #: its hits as tokens, instead of running it on the block-level workload as every other policy
     block_engine: ClassVar[bool] = False
-    #: the compiled core of the rule's family, ``"module:Class"`` in :mod:`kvtheory.policies.compiled`, which runs
-    #: only the classes that opt in themselves with ``compiled_core = True``
+    #: the compiled core's object of the rule's family, ``"module:Class"`` with the module under
+    #: :mod:`kvtheory.policies` (``compiled.lfu``, ``radix_core``), which runs only the classes that opt in
+    #: themselves with ``compiled_core = True``
     core_class: ClassVar[str] = ""
 
     def __init__(
@@ -81,11 +82,12 @@ class EvictionPolicy(ABC):
         """The compiled core of this policy (:attr:`core_class`) as an object served batch by batch, the same hits
         from the same seed, where the class itself opted in (``compiled_core`` on the class, not inherited: a class
         that changes the rule never runs its parent's core); None otherwise. numba is imported by the runs that
-        use a core alone."""
+        use a core alone, and not by those whose kernels are compiled ahead of time
+        (:mod:`kvtheory.policies.native`)."""
         if not cls.__dict__.get("compiled_core", False) or not cls.core_class:
             return None
         module, name = cls.core_class.split(":")
-        core = getattr(importlib.import_module(f"kvtheory.policies.compiled.{module}"), name)
+        core = getattr(importlib.import_module(f"kvtheory.policies.{module}"), name)
         return core.for_rule(cls, trie, budget, seed=seed, evict_amount=evict_amount)
 
     @classmethod
@@ -219,8 +221,8 @@ def union_misses(trie: PrefixTrie, paths: Sequence[Sequence[int]], matched: Sequ
 
 
 def flat_trie_arrays(trie: PrefixTrie) -> tuple[np.ndarray, np.ndarray] | None:
-    """(end node of each query, edge length of each node) if every trie node hangs off the root, else None."""
-    parent = np.asarray(trie.parent, dtype=np.int64)
-    if np.any(parent[1:] != 0):
+    """(end node of each query, edge length of each node) if every trie node hangs off the root, else None: the
+    trie's shared columns (:meth:`~kvtheory.model.trie.PrefixTrie.column`), which a kernel reads only."""
+    if np.any(trie.column("parent")[1:] != 0):
         return None
-    return np.asarray(trie.end, dtype=np.int64), np.asarray(trie.edge_len, dtype=np.int64)
+    return trie.column("end"), trie.column("edge_len")

@@ -41,7 +41,7 @@ class BlindOracle(FollowsPredictions, FurthestKeyCache):
 
     name = "blind-oracle"
     compiled_core = True
-    core_class = "switch:CompiledBlindOracle"
+    core_class = "compiled.switch:CompiledBlindOracle"
     #: "auto" runs the compiled core from this many tokens in all (kvtheory.policies.dispatch): the per-edge class
     #: takes a heap step per edge (0.12 s on the paper-size GSP, 12.8 M tokens), less than loading numba and a core
     compiled_min_tokens = 50_000_000

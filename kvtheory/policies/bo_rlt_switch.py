@@ -50,7 +50,7 @@ class BlindOracleRLTSwitch(FollowsPredictions, EdgeCache):
     name = "bo-rlt-switch"
     randomized = True
     compiled_core = True
-    core_class = "switch:CompiledSwitch"
+    core_class = "compiled.switch:CompiledSwitch"
     #: "auto" runs the compiled core from this many tokens in all (kvtheory.policies.dispatch): the per-edge class
     #: lists every outside token of each evicting batch and scans the cached edges; on GSP it takes 0.35 s at 1.5 M
     #: tokens and 1.1 s at 3.2 M (10 s at the paper's 12.8 M), about what loading numba and the core costs (0.55 s)

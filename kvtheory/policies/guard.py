@@ -35,7 +35,7 @@ class Guard(PredictedMarking):
 
     name = "guard"
     compiled_core = True
-    core_class = "marking:CompiledGuard"
+    core_class = "compiled.marking:CompiledGuard"
 
     def __init__(
         self, trie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall", predictions=None

@@ -23,7 +23,7 @@ class LeafLFU(PriorityRule):
 
     name = "lfu"
     compiled_core = True
-    core_class = "lfu:CompiledLFU"
+    core_class = "compiled.lfu:CompiledLFU"
 
     @classmethod
     def run_compiled(
@@ -35,7 +35,7 @@ class LeafLFU(PriorityRule):
         if not cls.__dict__.get("compiled_core", False):
             return None
         if evict_amount == "shortfall" and flat_trie_arrays(trie) is not None:
-            from kvtheory.policies.compiled.flat import run_flat_lfu
+            from kvtheory.policies.flat_runs import run_flat_lfu
 
             return run_flat_lfu(trie, budget, batch)
         return super().run_compiled(trie, budget, batch, seed, evict_amount)

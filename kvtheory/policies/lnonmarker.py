@@ -46,7 +46,7 @@ class LNonMarker(PredictedMarking):
 
     name = "lnonmarker"
     compiled_core = True
-    core_class = "marking:CompiledLNonMarker"
+    core_class = "compiled.marking:CompiledLNonMarker"
 
     def __init__(
         self, trie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall", predictions=None

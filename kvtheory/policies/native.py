@@ -1,14 +1,17 @@
-"""Compiled code without numba at run time: the streamed flat-trace kernels compiled ahead of time, at install.
+"""Compiled code without numba at run time: kernels compiled ahead of time, at install.
 
 Loading numba and one cached kernel costs a process about 0.55 s of CPU, more than libCacheSim's C LRU takes to
-serve a million requests. The kernels that serve flat traces streamed at batch size 1 (the radix family, LFU-leaf,
-RLT, random-leaf, rlt-authors, FIF: :data:`EXPORTS`) are therefore also compiled ahead of time into one extension
-module, ``kvtheory/policies/compiled/_ahead`` (numba's ``pycc``, run by ``python -m kvtheory.warmup``, which
-``pip install -e .`` runs), from the very functions the just-in-time path compiles: one source, two ways of
-compiling it. A run that streams a flat trace takes the extension when it is there and was built from the
-sources as they are now (:func:`ahead_of_time`: a digest of every kernel source file, written beside it at build
-time, must match); otherwise, after an edit of a kernel or in an installed wheel, it takes numba's kernels, with
-the same results. Which one is a fact of the installation, never of what the process has imported.
+serve a million requests, or kvcache-simulator to draw three miss-ratio curves of a Mooncake trace. The kernels
+that serve flat traces streamed at batch size 1 (the radix family, LFU-leaf, RLT, random-leaf, rlt-authors, FIF)
+and the whole-trie cores of the radix family, FIF, the flat tries and the one-pass miss-ratio curves
+(:data:`EXPORTS`) are therefore also compiled ahead of time into one extension module,
+``kvtheory/policies/compiled/_ahead`` (numba's ``pycc``, run by ``python -m kvtheory.warmup``, which ``pip install
+-e .`` runs), from the very functions the just-in-time path compiles: one source, two ways of compiling it. A run
+takes the extension when it is there and was built from the sources as they are now (:func:`ahead_of_time`: a
+digest of every kernel source file, written beside it at build time, must match); otherwise, after an edit of a
+kernel or in an installed wheel, it takes numba's kernels (:func:`kernels`), with the same results. Which one is a
+fact of the installation, never of what the process has imported. The general cores of LFU-leaf, the samplers,
+rlt-authors and the policies with predictions stay just-in-time: their runs are long enough to repay numba's load.
 
 A kernel that draws takes the bit generator's ``next_uint32`` C function and state address (:func:`bit_source`);
 in the extension, the function is unboxed by :func:`function_address`, so that calling it loads no numba.
@@ -16,6 +19,7 @@ in the extension, the function is unboxed by :func:`function_address`, so that c
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import hashlib
@@ -32,6 +36,9 @@ DIGEST_FILE = PACKAGE / "policies" / "compiled" / "_ahead.digest"
 SOURCES = (
     *sorted((PACKAGE / "policies" / "compiled").glob("*.py")),
     PACKAGE / "optimum" / "flat_fif_kernels.py",
+    PACKAGE / "optimum" / "compiled_fif.py",
+    *(PACKAGE / "experiments" / name for name in ("stack_mrc.py", "compiled_stack.py")),
+    *(PACKAGE / "experiments" / name for name in ("fif_stack.py", "compiled_fif_stack.py")),
     Path(__file__).resolve(),
 )
 
@@ -53,6 +60,26 @@ EXPORTS = {
     "authors_chunk": (
         "kvtheory.policies.compiled.flat_authors:authors_chunk",
         "UniTuple(i8[::1], 2)(i8[::1], i8[::1], i8, i8[::1], i8[:, ::1], i8[::1], i8[::1], draw, i8)",
+    ),
+    # whole-trie cores, under their names in the numba module that :func:`kernels` falls back on: the radix
+    # family's (kvtheory.policies.radix_core), FIF's (kvtheory.optimum.fif), the flat tries' (flat_runs) and the
+    # one-pass miss-ratio curves' (kvtheory.experiments.stack_mrc, fif_stack)
+    "radix_serve": (
+        "kvtheory.policies.compiled.radix:radix_serve",
+        "UniTuple(i8[:, ::1], 2)(i8[:, ::1], i8[:, ::1], i8[:, ::1], i8[:, ::1], i8[::1], i8[::1], i8[::1], i8,"
+        " i8[::1])",
+    ),
+    "cached_prefix_of": ("kvtheory.policies.compiled.radix:cached_prefix_of", "i8(i8[::1], i8[::1], i8)"),
+    "fif_run": ("kvtheory.optimum.compiled_fif:fif_run", "UniTuple(i8[::1], 2)(i8[::1], i8[::1], i8[::1], i8, i8, i8)"),
+    "flat_radix_run": ("kvtheory.policies.compiled.flat:flat_radix_run", "i8[::1](i8[::1], i8[::1], i8, i8, b1)"),
+    "flat_lfu_run": ("kvtheory.policies.compiled.flat:flat_lfu_run", "i8[::1](i8[::1], i8[::1], i8, i8)"),
+    "compiled_traversal": (
+        "kvtheory.experiments.compiled_stack:compiled_traversal",
+        "i8[::1](i8[::1], i8[::1], i8[::1], i8[::1], b1)",
+    ),
+    "compiled_fif_traversal": (
+        "kvtheory.experiments.compiled_fif_stack:compiled_fif_traversal",
+        "UniTuple(i8[::1], 2)(i8[::1], i8, i8[::1])",
     ),
     **{
         f"next_uses_{width}": (f"{_FIF}:next_uses", f"void(i8[::1], i8, i8, i8[::1], {width}[::1])")
@@ -89,10 +116,35 @@ def sources_digest() -> str:
     return digest.hexdigest()
 
 
-@functools.cache
+#: set while :func:`just_in_time` runs: every driver then takes numba's kernels
+_JUST_IN_TIME = [False]
+
+
+@contextlib.contextmanager
+def just_in_time():
+    """numba's kernels for every run inside the block, the extension ignored (the install's warm-up, which compiles
+    numba's kernels whether or not the extension is current)."""
+    _JUST_IN_TIME[0] = True
+    try:
+        yield
+    finally:
+        _JUST_IN_TIME[0] = False
+
+
+def kernels(module: str):
+    """The extension compiled ahead of time when it is current, else the numba module ``module`` (which loads
+    numba): either holds ``module``'s kernels that :data:`EXPORTS` names, under the same names."""
+    return ahead_of_time() or importlib.import_module(module)
+
+
 def ahead_of_time():
     """The extension module when it is built and current (its digest file names the sources as they are now),
-    else None."""
+    else None (and None inside :func:`just_in_time`)."""
+    return None if _JUST_IN_TIME[0] else _current_extension()
+
+
+@functools.cache
+def _current_extension():
     try:
         current = DIGEST_FILE.read_text().strip() == sources_digest()
     except OSError:

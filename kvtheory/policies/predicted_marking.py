@@ -71,7 +71,7 @@ class MarkingWithPredictions(FollowsPredictions, EdgeCache):
         if not rule.__dict__.get("compiled_core", False):
             return None
         module, name = rule.core_class.split(":")
-        core = getattr(importlib.import_module(f"kvtheory.policies.compiled.{module}"), name)
+        core = getattr(importlib.import_module(f"kvtheory.policies.{module}"), name)
         return core(cls, trie, budget, seed=seed, evict_amount=evict_amount, predictions=predictions)
 
 

@@ -68,7 +68,7 @@ class PredictiveMarker(MarkingWithPredictions):
 
     name = "predictive-marker"
     compiled_core = True
-    core_class = "predictive:CompiledPredictiveMarker"
+    core_class = "compiled.predictive:CompiledPredictiveMarker"
 
     def __init__(
         self, trie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall", predictions=None

@@ -132,7 +132,7 @@ class RadixPolicy(RadixTree):
 
     refresh_on_hit: bool = True
     whole_node: bool = True
-    core_class = "radix:CompiledRadix"
+    core_class = "radix_core:CompiledRadix"
 
     def __init__(self, trie: PrefixTrie, budget: int, **options) -> None:
         super().__init__(trie, budget, **options)
@@ -191,7 +191,7 @@ class RadixPolicy(RadixTree):
             return None
         arrays = flat_trie_arrays(trie) if evict_amount == "shortfall" else None
         if arrays is not None and (cls.whole_node or int(arrays[1].max(initial=0)) <= 1):
-            from kvtheory.policies.compiled.flat import run_flat_radix
+            from kvtheory.policies.flat_runs import run_flat_radix
 
             return run_flat_radix(trie, budget, batch, refresh=cls.refresh_on_hit)
         return super().run_compiled(trie, budget, batch, seed, evict_amount)

@@ -56,7 +56,7 @@ class AuthorsRLT(RadixTree):
     name = "rlt-authors"
     randomized = True
     compiled_core = True
-    core_class = "authors:CompiledAuthorsRLT"
+    core_class = "compiled.authors:CompiledAuthorsRLT"
 
     def __init__(self, trie: PrefixTrie, budget: int, **options) -> None:
         super().__init__(trie, budget, **options)

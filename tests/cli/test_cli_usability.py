@@ -170,3 +170,24 @@ def test_an_output_that_is_empty_or_a_directory_is_one_line_and_exit_2(capsys, c
         main([*command, "-o", output])
     err = capsys.readouterr().err
     assert stopped.value.code == 2 and err.count("\n") == 1 and f"argument -o/--output: {message}" in err
+
+
+@pytest.mark.parametrize(("given", "kept"), [(None, "1"), ("3", "3")])
+def test_the_console_script_keeps_numpys_blas_to_one_thread_unless_told(given, kept):
+    """The launcher sets OPENBLAS_NUM_THREADS before NumPy loads (its idle threads spin a tenth of a second of CPU
+    per process), and leaves a value the environment gives."""
+    import os
+    import subprocess
+    import sys
+
+    program = (
+        "import os, sys\nimport kvtheory_launcher\nsys.argv = ['kvtheory', '--version']\n"
+        "try:\n    kvtheory_launcher.main()\nexcept SystemExit:\n    pass\n"
+        "import numpy\nprint(os.environ['OPENBLAS_NUM_THREADS'], 'numpy' in sys.modules)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-2:] == [kept, "True"]

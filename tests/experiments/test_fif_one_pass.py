@@ -25,8 +25,7 @@ from kvtheory.experiments.mrc import curve_methods, miss_ratio_curve
 from kvtheory.experiments.stack_mrc import one_pass_blocker, one_token_queries
 from kvtheory.model.batches import batches
 from kvtheory.model.workload import Workload
-from kvtheory.optimum.compiled_fif import run_compiled_fif
-from kvtheory.optimum.fif import FurthestInFuture, run_fif
+from kvtheory.optimum.fif import FurthestInFuture, run_compiled_fif, run_fif
 from kvtheory.simulate import drive
 
 #: the ids a flat workload draws from: small, negative, and at both ends of int64

@@ -147,3 +147,53 @@ def test_the_progress_bar_is_drawn_when_asked_only(capsys, trace, progress):
     miss_ratio_curve(workload, [workload.max_length, 2 * workload.max_length], ["fifo"], progress=progress)
     err = capsys.readouterr().err
     assert ("2/2" in err) is progress
+
+
+def _pid_and_length(shared) -> tuple[int, int]:
+    import os
+
+    from kvtheory.experiments.executors import resolve
+
+    return os.getpid(), len(resolve(shared))
+
+
+@pytest.mark.skipif(__import__("sys").platform != "linux", reason="the local pool forks on Linux only")
+def test_a_local_pool_shares_an_object_with_its_forked_workers_without_sending_it():
+    """Shared before the first submit: the cells get a small stand-in (pickled: bytes, not the object) and the
+    workers, forked after, resolve it to the object; shared after it: the object itself. Closing forgets it."""
+    import pickle
+
+    from kvtheory.experiments import executors
+
+    runner = executors.LocalExecutor(2)
+    big = list(range(100_000))
+    try:
+        stand_in = runner.share(big)
+        assert isinstance(stand_in, executors.SharedObject) and len(pickle.dumps(stand_in)) < 200
+        results = [runner.submit(_pid_and_length, stand_in, f"cell-{i}").result() for i in range(4)]
+        assert {length for _, length in results} == {100_000}
+        assert {pid for pid, _ in results} != {__import__("os").getpid()}
+        assert runner.share(big) is big  # the workers have started: they would not see it
+    finally:
+        runner.close()
+    assert stand_in.key not in executors._SHARED
+
+
+def test_mrc_takes_a_pool_by_default_only_for_runs_long_enough(monkeypatch, trace):
+    """workers=None: the per-budget runs go to a pool of every CPU when the curve's runs take the compiled engines
+    (here forced by a lower threshold), else stay in this process; the curves are the same either way."""
+    from kvtheory.experiments import mrc
+    from kvtheory.policies import dispatch
+
+    made = []
+    real = mrc.make_executor
+    monkeypatch.setattr(mrc, "make_executor", lambda *a, **k: made.append(k) or real(*a, **k))
+    monkeypatch.setattr(mrc, "default_workers", lambda: 2)
+    workload = read_workload(trace, "mooncake", 8)
+    budgets = [workload.max_length, 2 * workload.max_length]
+    in_process = miss_ratio_curve(workload, budgets, ["lru", "fif"])
+    assert made == []
+    monkeypatch.setattr(dispatch, "CORE_MIN_QUERIES", 1)
+    pooled = miss_ratio_curve(workload, budgets, ["lru", "fif"])
+    assert made == [{"workers": None}]
+    assert pooled == in_process

@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from kvtheory.errors import InputError
+from kvtheory.model.blocks import block_workload
 from kvtheory.model.traces import read_workload
 from kvtheory.model.traces.base import read_block_trace
 from kvtheory.model.traces.mooncake import FIELDS, _read_canonical, parse_mooncake_line, read_mooncake
@@ -70,6 +71,15 @@ def assert_same_workload(fast, slow) -> None:
     # what Workload.lengths would compute (every query's tokens counted), here without expanding huge blocks
     assert np.array_equal(fast.lengths, [q.length for q in slow.queries])
     assert all(q.tokens.size == q.length for q in slow.queries if q.block_size <= 512)
+    # the trie and the block-level views, made from the columns, are those of the queries
+    tries = fast.trie, slow.trie
+    assert [(t.parent, t.depth, t.end) for t in tries] == [(t.parent, t.depth, t.end) for t in tries[::-1]]
+    h = slow.queries[0].block_size
+    for b in (h, 2 * h) if h <= 512 else ():
+        fast_view, slow_view = block_workload(fast, b), block_workload(slow, b)
+        assert np.array_equal(fast_view.served, slow_view.served)
+        if slow_view.workload is not None:
+            assert fast_view.workload.token_lists() == slow_view.workload.token_lists()
 
 
 @pytest.mark.parametrize("seed", range(40))

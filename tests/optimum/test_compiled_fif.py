@@ -5,12 +5,11 @@ boundary instances, flat workloads, and long edges whose groups drain as wide ba
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from strategies import BATCHED_BOUNDARIES, UNBATCHED_BOUNDARIES, boundary_examples, instances
+from strategies import BATCHED_BOUNDARIES, UNBATCHED_BOUNDARIES, boundary_examples, deep_prefix_queries, instances
 
 from kvtheory import Workload, run_fif
 from kvtheory.model.batches import batches
-from kvtheory.optimum.compiled_fif import run_compiled_fif
-from kvtheory.optimum.fif import FurthestInFuture
+from kvtheory.optimum.fif import FurthestInFuture, run_compiled_fif
 
 
 def _assert_same(workload, budget, batch):
@@ -59,6 +58,19 @@ def test_long_edges_drain_as_bands(seed):
     workload = Workload.from_token_lists(queries)
     for batch in (1, 2, 3):
         _assert_same(workload, batch * max(len(q) for q in queries) + int(rng.integers(0, 100)), batch)
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_a_long_run_drops_its_stale_heap_entries(batch):
+    """Thousands of queries over deep shared prefixes: every batch pushes an entry per path node, so the heap
+    passes its compaction threshold (1,024 entries, then twice what survived) many times, and the entries it keeps
+    are exactly the valid ones, at small and at large budgets."""
+    workload = Workload.from_token_lists(deep_prefix_queries(np.random.default_rng(3), 2500))
+    trie = workload.trie
+    assert sum(len(trie.path(j)) for j in range(len(workload))) > 8 * 1024  # pushes: one per path node
+    longest = batch * workload.max_length
+    for budget in (longest, longest + 40, trie.distinct_tokens // 2):
+        _assert_same(workload, budget, batch)
 
 
 def test_a_batch_larger_than_the_budget_is_an_error():

@@ -199,18 +199,18 @@ def test_run_fif_takes_the_engine_its_backend_names(monkeypatch):
     """backend "compiled" is the core, "python" FurthestInFuture, and "auto" the core from CORE_MIN_QUERIES
     queries on, the class below (at the boundary exactly). Both give the same hits
     (tests/optimum/test_compiled_fif.py), so the path taken is recorded."""
-    from kvtheory.optimum import compiled_fif, fif
+    from kvtheory.optimum import fif
     from kvtheory.policies import dispatch
 
     taken = []
-    real_core, real_class = compiled_fif.run_compiled_fif, fif.FurthestInFuture
+    real_core, real_class = fif.run_compiled_fif, fif.FurthestInFuture
 
     class Recorded(real_class):
         def __init__(self, *args, **kwargs):
             taken.append("per-edge")
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(compiled_fif, "run_compiled_fif", lambda *args: taken.append("core") or real_core(*args))
+    monkeypatch.setattr(fif, "run_compiled_fif", lambda *args: taken.append("core") or real_core(*args))
     monkeypatch.setattr(fif, "FurthestInFuture", Recorded)
     workload = Workload.from_token_lists([[1], [2], [3], [1], [2], [3]])
     assert run_fif(workload, 2, backend="compiled").misses == 4

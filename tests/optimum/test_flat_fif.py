@@ -8,8 +8,7 @@ from flat_traces import random_traces, write_oracle_general
 from kvtheory.model.traces import flat as flat_module
 from kvtheory.model.traces.flat import read_oracle_general
 from kvtheory.model.workload import Workload
-from kvtheory.optimum.compiled_fif import run_compiled_fif
-from kvtheory.optimum.fif import run_fif
+from kvtheory.optimum.fif import run_compiled_fif, run_fif
 from kvtheory.optimum.flat_fif import stream_fif
 
 

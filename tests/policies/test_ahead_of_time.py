@@ -4,21 +4,29 @@ other sources than the current ones is never taken; with a current one, a stream
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import itertools
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from flat_traces import random_traces, write_oracle_general
+from strategies import deep_prefix_queries
 
+from kvtheory import Workload, policy_class
 from kvtheory.model.traces import flat as flat_module
 from kvtheory.model.traces.flat import read_oracle_general
+from kvtheory.optimum.fif import run_compiled_fif, run_fif
 from kvtheory.optimum.flat_fif import jit_fif_kernels, stream_fif
 from kvtheory.policies import native
+from kvtheory.policies.base import EVICT_AMOUNTS, flat_trie_arrays
 from kvtheory.policies.flat_streams import jit_kernels, stream_authors, stream_run, stream_sampler
+from kvtheory.policies.radix_core import CompiledRadix
 
 
 @pytest.fixture(scope="module")
@@ -102,21 +110,83 @@ def test_an_extension_built_from_other_sources_is_not_taken(tmp_path, monkeypatc
     for written in (None, "0" * 64, native.sources_digest()[::-1]):
         if written is not None:
             digest.write_text(written + "\n")
-        native.ahead_of_time.cache_clear()
+        native._current_extension.cache_clear()
         assert native.ahead_of_time() is None
-    native.ahead_of_time.cache_clear()
+    native._current_extension.cache_clear()
+
+
+#: the kernels the whole-trie drivers take by name from kvtheory.policies.native.kernels(module)
+WHOLE_TRIE = {
+    "kvtheory.policies.compiled.radix": ("radix_serve", "cached_prefix_of"),  # radix_core.CompiledRadix
+    "kvtheory.optimum.compiled_fif": ("fif_run",),  # optimum.fif.run_compiled_fif
+    "kvtheory.policies.compiled.flat": ("flat_radix_run", "flat_lfu_run"),  # policies.flat_runs
+    "kvtheory.experiments.compiled_stack": ("compiled_traversal",),  # experiments.stack_mrc.stack_hits
+    "kvtheory.experiments.compiled_fif_stack": ("compiled_fif_traversal",),  # experiments.fif_stack.fif_stack
+}
+
+
+def _whole_trie_runs(trie, budget: int, batch: int, module) -> list:
+    """Every whole-trie kernel's results on ``trie``, each taken from ``module(name)`` (the extension, or numba's
+    module of the kernel): the radix family at both eviction amounts (hits, final cache and a cached prefix),
+    FIF, and on a flat trie the flat cores and the one-pass traversals."""
+    results = []
+    for name, amount in itertools.product(("lru", "token-lru", "fifo"), EVICT_AMOUNTS):
+        policy = CompiledRadix(policy_class(name), trie, budget, evict_amount=amount)
+        policy._kernels = module("kvtheory.policies.compiled.radix")
+        results += [policy.serve_all(batch).tolist(), policy.kept(), policy.cached_prefix(len(trie.end) - 1)]
+    hits, kept = run_compiled_fif(trie, budget, batch, kernels=module("kvtheory.optimum.compiled_fif"))
+    results += [hits.tolist(), kept.tolist()]
+    arrays = flat_trie_arrays(trie)
+    if arrays is not None:
+        flat = module("kvtheory.policies.compiled.flat")
+        results += [flat.flat_radix_run(*arrays, budget, batch, refresh).tolist() for refresh in (True, False)]
+        results.append(flat.flat_lfu_run(*arrays, budget, batch).tolist())
+        ends, parent = np.asarray(trie.end, dtype=np.int64), np.asarray(trie.parent, dtype=np.int64)
+        budgets = np.arange(1, budget + 1, dtype=np.int64)
+        traverse = module("kvtheory.experiments.compiled_stack").compiled_traversal
+        results += [traverse(ends, parent, arrays[1], budgets, whole).tolist() for whole in (True, False)]
+        if int(arrays[1].max()) == 1:
+            where = module("kvtheory.experiments.compiled_fif_stack").compiled_fif_traversal(ends, parent.size, budgets)
+            results += [part.tolist() for part in where]
+    return results
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_every_whole_trie_export_serves_as_numba_does(extension, seed):
+    """On random prefix trees (deep shared stems) and flat traces, batch sizes 1-3, budgets from the longest query
+    up: the same results from the extension as from numba's kernels, query for query and cache for cache."""
+    rng = np.random.default_rng(seed)
+    cases = [deep_prefix_queries(rng, 120), [[int(x)] for x in rng.integers(0, 40, size=300)]]
+    cases.append([[int(x)] * int(rng.integers(1, 4)) for x in rng.integers(0, 30, size=200)])  # flat, long edges
+    for queries, batch in itertools.product(cases, (1, 2, 3)):
+        workload = Workload.from_token_lists(queries)
+        longest = max(map(len, queries))
+        budget = int(rng.integers(batch * longest, 4 * batch * longest + 1))
+        assert _whole_trie_runs(workload.trie, budget, batch, lambda _: extension) == _whole_trie_runs(
+            workload.trie, budget, batch, importlib.import_module
+        )
 
 
 def test_the_extension_exports_every_kernel_the_drivers_call(extension):
-    called = set(vars(jit_kernels())) | set(vars(jit_fif_kernels()))
+    whole_trie = {name for names in WHOLE_TRIE.values() for name in names}
+    called = set(vars(jit_kernels())) | set(vars(jit_fif_kernels())) | whole_trie
     assert called == set(native.EXPORTS)
     assert all(callable(getattr(extension, name)) for name in native.EXPORTS)
 
 
 def test_the_digest_covers_every_kernel_source():
-    compiled = {path.name for path in native.SOURCES if path.parent.name == "compiled"}
-    assert {"flat_stream.py", "flat_sampler.py", "flat_authors.py", "sampler.py", "flat.py"} <= compiled
-    assert {"flat_fif_kernels.py", "native.py"} <= {path.name for path in native.SOURCES}
+    """Every module an export's kernel is defined in, and every module whose compiled functions the kernel's module
+    holds (what the kernel can call)."""
+    covered = {path.resolve() for path in native.SOURCES}
+    for where, _ in native.EXPORTS.values():
+        module = importlib.import_module(where.split(":")[0])
+        for name, value in vars(module).items():
+            source = getattr(getattr(value, "py_func", None), "__module__", None)
+            if source and source.startswith("kvtheory."):
+                path = Path(importlib.import_module(source).__file__).resolve()
+                assert path in covered, f"{where}: {name} is defined in {path}, which the digest does not cover"
+        assert Path(module.__file__).resolve() in covered
+    assert Path(native.__file__).resolve() in covered
 
 
 def test_a_streamed_evict_with_a_current_extension_loads_no_numba(tmp_path):
@@ -134,3 +204,39 @@ def test_a_streamed_evict_with_a_current_extension_loads_no_numba(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stderr.splitlines()[-1]) == []
     assert json.loads(done.stdout)["misses"] > 0
+
+
+def _whole_trie_driver_runs(backend: str) -> list[int]:
+    """The radix family, LFU-leaf and FIF through their drivers, and both one-pass curves, on ``backend``."""
+    from kvtheory.experiments.fif_stack import fif_stack_hits
+    from kvtheory.experiments.stack_mrc import stack_hits
+    from kvtheory.simulate import run_policy
+
+    compiled = backend == "compiled"
+    tree = Workload.from_token_lists([[1, 2, 3], [1, 2, 4], [5], [1, 2, 3], [5, 6]] * 20)
+    flat = Workload.from_token_lists([[x % 7] for x in range(200)] + [[x % 3] for x in range(100)])
+    misses = [run_policy(tree, 4, p, backend=backend).misses for p in ("lru", "token-lru", "fifo")]
+    misses += [run_policy(flat, 4, p, backend=backend).misses for p in ("lru", "lfu")]
+    misses += [run_fif(w, 4, backend=backend).misses for w in (tree, flat)]
+    misses += stack_hits(flat.trie, [2, 4], whole_node=True, compiled=compiled).tolist()
+    return misses + fif_stack_hits(flat.trie, [2, 4], compiled=compiled).tolist()
+
+
+def test_the_whole_trie_drivers_with_a_current_extension_load_no_numba():
+    """Each on its compiled engine, the same results as on the Python one (the general cores of LFU-leaf and the
+    samplers are not compiled ahead of time)."""
+    if native.ahead_of_time() is None:
+        pytest.skip("no current extension in this checkout (test_a_ci_install_builds_a_current_extension)")
+    program = (
+        "import json, sys\n"
+        "from test_ahead_of_time import _whole_trie_driver_runs\n"
+        "print(json.dumps(_whole_trie_driver_runs('compiled')))\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('numba', 'llvmlite'))), file=sys.stderr)"
+    )
+    path = os.pathsep.join([str(Path(__file__).parent), str(Path(__file__).parents[1])])
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": path}
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stderr.splitlines()[-1]) == []
+    assert json.loads(done.stdout) == _whole_trie_driver_runs("python")

@@ -28,7 +28,7 @@ from kvtheory.cluster.simulation import simulate
 from kvtheory.policies import FifoLeaf, LeafLFU, LeafLRU, TokenLRU, policy_class
 from kvtheory.policies.base import EVICT_AMOUNTS
 from kvtheory.policies.compiled.lfu import CompiledLFU
-from kvtheory.policies.compiled.radix import CompiledRadix
+from kvtheory.policies.radix_core import CompiledRadix
 
 #: the policies with compiled cores and both eviction amounts: every one but vllm, a block engine (vLLM's block
 #: pool, tests/policies/test_vllm.py), which has no compiled core and evicts only what its allocation lacks
@@ -279,7 +279,7 @@ def test_every_core_says_why_a_batch_cannot_fit_word_for_word(queries):
 
 
 def test_the_flat_cores_refuse_a_nested_trie_word_for_word():
-    from kvtheory.policies.compiled.flat import run_flat_lfu, run_flat_radix
+    from kvtheory.policies.flat_runs import run_flat_lfu, run_flat_radix
 
     trie = Workload.from_token_lists([[1, 2], [1, 3]]).trie
     with pytest.raises(ValueError, match=r"^run_flat_lfu needs a flat trie \(every query one edge off the root\)$"):

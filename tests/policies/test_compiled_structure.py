@@ -25,7 +25,7 @@ from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies import policy_class
 from kvtheory.policies.base import EVICT_AMOUNTS
 from kvtheory.policies.compiled.authors import CompiledAuthorsRLT
-from kvtheory.policies.compiled.radix import CompiledRadix
+from kvtheory.policies.radix_core import CompiledRadix
 
 RADIX_FAMILY = ("lru", "token-lru", "fifo")
 OTHER_FAMILIES = ("rlt", "random-leaf", "lfu")  # the samplers' core, LFU's core

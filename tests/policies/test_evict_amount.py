@@ -18,9 +18,9 @@ from kvtheory.policies import ONLINE_POLICIES, EvictionPolicy, LeafLFU, LeafLRU,
 from kvtheory.policies.base import check_evict_amount
 from kvtheory.policies.compiled.authors import CompiledAuthorsRLT
 from kvtheory.policies.compiled.lfu import CompiledLFU
-from kvtheory.policies.compiled.radix import CompiledRadix
 from kvtheory.policies.compiled.sampler import CompiledLeafSampler
 from kvtheory.policies.edge_cache import _MIN_BLOCK, EdgeCache
+from kvtheory.policies.radix_core import CompiledRadix
 
 #: the policies with compiled cores and both eviction amounts: every one but vllm, a block engine (vLLM's block
 #: pool, tests/policies/test_vllm.py), which has no compiled core and evicts only what its allocation lacks

@@ -72,8 +72,8 @@ def test_flat_cores_not_used_where_they_do_not_apply(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a flat core ran")
 
-    monkeypatch.setattr("kvtheory.policies.compiled.flat.run_flat_radix", refuse)
-    monkeypatch.setattr("kvtheory.policies.compiled.flat.run_flat_lfu", refuse)
+    monkeypatch.setattr("kvtheory.policies.flat_runs.run_flat_radix", refuse)
+    monkeypatch.setattr("kvtheory.policies.flat_runs.run_flat_lfu", refuse)
     # the general radix and LFU cores (tests/policies/test_compiled_cores.py) run these instead
     assert policy_class("lru").run_compiled(nested.trie, 4, 1) is not None
     assert policy_class("token-lru").run_compiled(long_edges.trie, 4, 1) is not None

@@ -11,8 +11,8 @@ from kvtheory.model.traces import flat as flat_module
 from kvtheory.model.traces.flat import read_oracle_general
 from kvtheory.model.workload import Workload
 from kvtheory.policies import policy_class
-from kvtheory.policies.compiled.flat import run_flat_lfu, run_flat_radix
 from kvtheory.policies.dispatch import streamed_hits
+from kvtheory.policies.flat_runs import run_flat_lfu, run_flat_radix
 from kvtheory.policies.flat_streams import stream_run
 from kvtheory.policies.lru import LeafLRU
 from kvtheory.simulate import run_policy

@@ -40,6 +40,8 @@ from kvtheory.policies.compiled import (
     sampler,
     switch,
 )
+from kvtheory.policies.compiled.radix_layout import T_PARENT
+from kvtheory.policies.radix_core import CompiledRadix
 
 KERNEL_MODULES = (radix, authors, flat, flat_stream, lfu, sampler, predictive, marking, compiled_fif, flat_fif_kernels)
 KERNEL_MODULES += (switch, flat_sampler, flat_authors, fif_stack)
@@ -120,8 +122,8 @@ def test_the_boundedness_rule_tells_the_loops_apart(source, bounded):
 
 def test_radix_walk_up_a_cyclic_trie_is_an_internal_error():
     trie = _nested().trie
-    policy = radix.CompiledRadix(kvtheory.policy_class("token-lru"), trie, 4)
-    _cyclic(policy._trie[radix.T_PARENT], trie.end[0])
+    policy = CompiledRadix(kvtheory.policy_class("token-lru"), trie, 4)
+    _cyclic(policy._trie[T_PARENT], trie.end[0])
     with pytest.raises(RuntimeError, match=r"^internal error: kernel load_path of the compiled radix core"):
         policy.serve([0])
     with pytest.raises(RuntimeError, match=r"^internal error: kernel cached_prefix_of of the compiled cores"):
@@ -254,7 +256,7 @@ DRIVER = textwrap.dedent(
 
     import kvtheory
     from kvtheory import Workload
-    from kvtheory.policies.compiled.radix import CompiledRadix
+    from kvtheory.policies.radix_core import CompiledRadix
 
     import radix_run_lt
     import flat_stale_kept

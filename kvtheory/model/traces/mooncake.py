@@ -1,5 +1,6 @@
 """Mooncake traces (docs/formats.md §Mooncake traces): JSON Lines of block-hashed requests, read into
-:class:`BlockQuery` objects without expanding them to tokens.
+:class:`BlockQuery` objects (a file of canonical lines: into columns, :class:`~kvtheory.model.workload.BlockColumns`)
+without expanding them to tokens.
 
 A line is ``{"timestamp": ms, "input_length": L, "output_length": o, "hash_ids": [h_1, ..., h_n]}`` with
 block_size * (n - 1) < L <= block_size * n: query j is blocks h_1..h_n, the last holding
@@ -8,10 +9,7 @@ L - block_size * (n - 1) tokens; a_j = timestamp / 1000 s and o_j = output_lengt
 
 from __future__ import annotations
 
-import gc
 import re
-from contextlib import contextmanager
-from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +26,7 @@ from kvtheory.model.traces.base import (
     TraceFormat,
     read_block_trace,
 )
-from kvtheory.model.workload import MAX_OUTPUT_LEN, Workload
+from kvtheory.model.workload import MAX_OUTPUT_LEN, BlockColumns, Workload
 
 FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
 
@@ -82,30 +80,17 @@ BULK_LINE_BYTES = 2048
 _NUMBERS_ONLY = bytes(c if chr(c) in "0123456789-" else ord(" ") for c in range(256))
 
 
-@contextmanager
-def _collector_paused():
-    """Python's cyclic garbage collector off inside (as it was, after): building many small acyclic objects
-    otherwise sets off collections that walk every object made so far, to free none of them."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _read_canonical(data: bytes, path: Path, block_size: int) -> Workload | None:
     """The workload of a file of canonical lines (and empty lines), read in a few numpy passes; None when the
     file has any other line or any line the strict path refuses (a length that does not fit its blocks, a value
     out of range, a decreasing timestamp), so that the line-by-line path reads it and names the error, and None
     for a file of lines longer than :data:`BULK_LINE_BYTES` on average (read faster line by line).
 
-    It checks what :data:`MOONCAKE_RECORD` and :func:`parse_mooncake_line` check of such a line, and builds the
-    same queries: the grammar makes every value a JSON integer within int64, non-negative but for hash ids and
-    every ``hash_ids`` a non-empty flat list; then 1 <= input_length <= MAX_TOKENS, output_length <=
-    MAX_OUTPUT_LEN, input_length fits the hash ids (n = ceil(input_length / block_size)), and timestamps never
-    decrease."""
+    It checks what :data:`MOONCAKE_RECORD` and :func:`parse_mooncake_line` check of such a line, and holds the
+    same queries as columns (:class:`~kvtheory.model.workload.BlockColumns`): the grammar makes every value a JSON
+    integer within int64, non-negative but for hash ids and every ``hash_ids`` a non-empty flat list; then
+    1 <= input_length <= MAX_TOKENS, output_length <= MAX_OUTPUT_LEN, input_length fits the hash ids
+    (n = ceil(input_length / block_size)), and timestamps never decrease."""
     if len(data) > BULK_LINE_BYTES * (data.count(b"\n") + 1) or not _CANONICAL.fullmatch(data):
         return None
     raw = np.frombuffer(data, dtype=np.uint8)
@@ -133,19 +118,15 @@ def _read_canonical(data: bytes, path: Path, block_size: int) -> Workload | None
         or np.any(timestamp[1:] < timestamp[:-1])
     ):
         return None
-    with _collector_paused():  # a few hundred thousand new objects, none in a cycle: nothing to collect
-        if int(timestamp.max()) < 2**53:  # exact as a float: one IEEE division, as Python's int / int gives
-            arrivals = (timestamp / 1000).tolist()
-        else:
-            arrivals = [t / 1000 for t in timestamp.tolist()]
-        if n[0] <= 16 and np.all(n == n[0]):  # every line has the same few ids: tuples made column by column
-            hash_ids = list(zip(*numbers.reshape(n.size, -1)[:, 3:].T.tolist()))
-        else:
-            ids = numbers.tolist()
-            hash_ids = [tuple(ids[a:b]) for a, b in zip((first + 3).tolist(), (first + counts).tolist())]
-        lengths = length.tolist()
-        queries = tuple(map(BlockQuery, hash_ids, lengths, repeat(block_size), arrivals, output.tolist()))
-    return Workload(queries, str(path), tuple((filled + 1).tolist()))
+    if int(timestamp.max()) < 2**53:  # exact as a float: one IEEE division, as Python's int / int gives
+        arrivals = timestamp / 1000
+    else:
+        arrivals = [t / 1000 for t in timestamp.tolist()]
+    keep = np.ones(numbers.size, dtype=bool)
+    keep[first] = keep[first + 1] = keep[first + 2] = False  # the ids: every number but each line's first three
+    offsets = np.concatenate(([0], np.cumsum(n)))
+    columns = BlockColumns(numbers[keep], offsets, length, block_size, arrivals, output)
+    return Workload(columns, str(path), tuple((filled + 1).tolist()))
 
 
 def read_mooncake(path: str | Path, block_size: int = 512) -> Workload:

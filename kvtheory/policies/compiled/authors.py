@@ -41,6 +41,18 @@ from numba import njit
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import KernelServed
 from kvtheory.policies.compiled.radix import (
+    attach_leaf,
+    cached_prefix_of,
+    cut_tail,
+    descend,
+    first_key,
+    grow_columns,
+    load_path,
+    remove_leaf,
+    split_node,
+    uncache,
+)
+from kvtheory.policies.compiled.radix_layout import (
     N_ALIVE,
     N_BOTTOM,
     N_CHILDREN,
@@ -56,17 +68,7 @@ from kvtheory.policies.compiled.radix import (
     T_EDGE,
     T_PARENT,
     TREE_ROWS,
-    attach_leaf,
-    cached_prefix_of,
-    cut_tail,
-    descend,
-    first_key,
-    grow_columns,
-    load_path,
-    remove_leaf,
-    split_node,
     trie_arrays,
-    uncache,
 )
 from kvtheory.policies.compiled.sampler import bounded_draw
 from kvtheory.policies.native import bit_source

@@ -18,9 +18,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from kvtheory.model.trie import PrefixTrie
-from kvtheory.policies.base import flat_trie_arrays
-
 #: the step-limit errors of the kernels below (constants: numba raises them without building a string)
 _PER_LEVEL = " of the compiled heap exceeded its step limit of 64 levels"
 _PER_HEAP = " of the compiled flat core exceeded its step limit of heap entries + 1 rounds"
@@ -34,18 +31,18 @@ HEAP_LEVELS = 64
 
 
 # -- a binary min-heap of (a, b) int64 pairs, in two arrays plus a size cell ----------------------------
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def heap_less(ha, hb, i, j):
     return ha[i] < ha[j] or (ha[i] == ha[j] and hb[i] < hb[j])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def heap_push(ha, hb, size, a, b):
     i = size[0]
     size[0] += 1
     ha[i] = a
     hb[i] = b
-    rounds_left = HEAP_LEVELS  # i < 2**63 more than halves per level: 0 after at most 63
+    rounds_left = np.int64(HEAP_LEVELS)  # i < 2**63 more than halves per level: 0 after at most 63
     while i > 0:
         if rounds_left == 0:
             raise RuntimeError(_HEAP_PUSH_LIMIT)
@@ -59,14 +56,14 @@ def heap_push(ha, hb, size, a, b):
             break
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def heap_pop(ha, hb, size):
     n = size[0] - 1
     size[0] = n
     ha[0] = ha[n]
     hb[0] = hb[n]
     i = 0
-    rounds_left = HEAP_LEVELS  # i + 1 at least doubles per level and stays <= n < 2**63: at most 63
+    rounds_left = np.int64(HEAP_LEVELS)  # i + 1 at least doubles per level and stays <= n < 2**63: at most 63
     while True:
         if rounds_left == 0:
             raise RuntimeError(_HEAP_POP_LIMIT)
@@ -111,8 +108,9 @@ def flat_radix_run(ends, edge_len, budget, batch, refresh):
 
     Mirrors RadixPolicy.serve on a flat trie with whole-leaf eviction: per batch the clock ticks, cached
     edges of the batch are refreshed (if ``refresh``) and locked, leaves are evicted in (stamp, cid) order
-    until the batch's missing tokens fit, then missing edges become new leaves (cid + 1 each) and hit
-    edges are pushed again with their current stamp. Raises if the footprint cannot fit.
+    until the batch's missing tokens fit, then missing edges become new leaves (cid + 1 each) and, with
+    ``refresh``, hit edges are pushed again with their current stamp (without it their entries stand). Raises
+    if the footprint cannot fit.
     """
     n = ends.size
     n_nodes = edge_len.size
@@ -172,8 +170,9 @@ def flat_radix_run(ends, edge_len, budget, batch, refresh):
         for j in range(start, stop):
             v = ends[j]
             if cid_of[v] != 0:
-                if refresh:
-                    stamp[v] = clock
+                if not refresh:
+                    continue  # its entry, unchanged, is on the heap
+                stamp[v] = clock
             else:
                 next_cid += 1
                 cid_of[v] = next_cid
@@ -182,23 +181,6 @@ def flat_radix_run(ends, edge_len, budget, batch, refresh):
                 cached_tokens += edge_len[v]
             heap_push(ha, hb, size, stamp[v], cid_of[v])
     return hits
-
-
-def _run_flat(name: str, kernel, trie: PrefixTrie, *args) -> np.ndarray:
-    """``kernel``'s hits on a flat trie (a ValueError naming ``name`` on any other), its errors without
-    numba's frames."""
-    arrays = flat_trie_arrays(trie)
-    if arrays is None:
-        raise ValueError(f"{name} needs a flat trie (every query one edge off the root)")
-    try:
-        return kernel(*arrays, *args)
-    except RuntimeError as exc:
-        raise RuntimeError(str(exc)) from None
-
-
-def run_flat_radix(trie: PrefixTrie, budget: int, batch: int, *, refresh: bool) -> np.ndarray:
-    """Hits of each query under whole-leaf radix eviction on a flat trie (see :func:`flat_radix_run`)."""
-    return _run_flat("run_flat_radix", flat_radix_run, trie, int(budget), int(batch), bool(refresh))
 
 
 @njit(cache=True)
@@ -261,10 +243,3 @@ def flat_lfu_run(ends, edge_len, budget, batch):
                 on_batch[v] = -step  # pushed once per batch
                 heap_push(ha, hb, size, count[v], last[v] * (n_nodes + 1) + n_nodes - v)
     return hits
-
-
-def run_flat_lfu(trie: PrefixTrie, budget: int, batch: int) -> np.ndarray:
-    """Hits of each query under LFU-leaf on a flat trie (see :func:`flat_lfu_run`)."""
-    if (-(-len(trie.end) // batch) + 1) * (trie.n_nodes + 1) >= 1 << 62:
-        raise ValueError("too many steps for the flat LFU core's int64 heap keys")
-    return _run_flat("run_flat_lfu", flat_lfu_run, trie, int(budget), int(batch))

@@ -22,7 +22,8 @@ tree held in int64 arrays instead of Python objects, so the two give the same hi
 Paths are walked through the trie's parent array into one scratch buffer. Every batch of b queries
 creates at most 3b nodes (a split in each of its two matches and a new leaf) and grows the heap by at
 most 3b entries, so capacity is made once per batch and memory stays O(trie nodes + queries). The kernel:
-:func:`radix_serve`; its object: :class:`CompiledRadix`.
+:func:`radix_serve`; its object: :class:`kvtheory.policies.radix_core.CompiledRadix`; the arrays' layout:
+:mod:`kvtheory.policies.compiled.radix_layout`.
 """
 
 from __future__ import annotations
@@ -30,9 +31,35 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from kvtheory.model.trie import PrefixTrie
-from kvtheory.policies.base import KernelServed
 from kvtheory.policies.compiled.flat import grow_columns, heap_pop, heap_push, set_aside
+from kvtheory.policies.compiled.radix_layout import (
+    C_ALLOCATION,
+    C_BUDGET,
+    C_CLOCK,
+    C_HEAP,
+    C_LAST_CID,
+    C_REFRESH,
+    C_SIZE,
+    C_WHOLE,
+    N_ALIVE,
+    N_BOTTOM,
+    N_CHILDREN,
+    N_D0,
+    N_D1,
+    N_KEY,
+    N_LOCK,
+    N_MID,
+    N_PARENT,
+    N_STAMP,
+    S_FIRST,
+    S_KEPT,
+    S_SEEN,
+    T_DEPTH,
+    T_EDGE,
+    T_PARENT,
+    T_TIN,
+    T_TOUT,
+)
 
 #: the step-limit errors of the kernels below (constants: numba raises them without building a string)
 _PER_NODE = " of the compiled radix core exceeded its step limit of one step per trie node"
@@ -52,18 +79,6 @@ _FIRST_KEY_LIMIT = "internal error: kernel first_key" + _PER_BUFFER
 _CUT_TAIL_LIMIT = "internal error: kernel cut_tail" + _PER_NODE
 _EVICT_LIMIT = "internal error: kernel _evict" + _PER_EVICTION
 _CACHED_PREFIX_OF_LIMIT = "internal error: kernel cached_prefix_of" + _CORES_PER_NODE
-
-# rows of the trie array
-T_PARENT, T_DEPTH, T_TIN, T_TOUT, T_EDGE = range(5)
-# rows of the per-trie-node state
-S_FIRST, S_KEPT, S_SEEN = range(3)
-# rows of the dynamic-node array
-N_PARENT, N_D0, N_D1, N_BOTTOM, N_KEY, N_CHILDREN, N_MID, N_LOCK, N_ALIVE = range(9)
-#: rows of ``nodes`` the shared tree functions use; the radix rules' own row follows
-TREE_ROWS = 9
-N_STAMP = TREE_ROWS
-# cells of the scalar array (the heap's size must be cell 0: heap_push / heap_pop read it there)
-C_HEAP, C_CLOCK, C_LAST_CID, C_SIZE, C_BUDGET, C_REFRESH, C_WHOLE, C_ALLOCATION = range(8)
 
 
 @njit(cache=True)
@@ -412,41 +427,3 @@ def cached_prefix_of(parent, kept, end):
         total += kept[v]
         v = parent[v]
     return total
-
-
-def trie_arrays(trie: PrefixTrie) -> np.ndarray:
-    return np.array([trie.parent, trie.depth, trie.tin, trie.tout, trie.edge_len], dtype=np.int64)
-
-
-class CompiledRadix(KernelServed):
-    """A radix-family policy's cache served batch by batch through :func:`radix_serve`; the same hits, batch
-    for batch, as the per-edge class ``rule`` (L-LRU, token-LRU or FIFO-leaf) it is made for."""
-
-    _KEPT_ROW, _SIZE_CELL = S_KEPT, C_SIZE
-
-    def __init__(self, rule: type, trie: PrefixTrie, budget: int, **options) -> None:
-        super().__init__(trie, budget, **options)
-        self.name = rule.name
-        n = trie.n_nodes
-        self._trie = trie_arrays(trie)
-        self._state = np.zeros((3, n), dtype=np.int64)
-        self._state[S_FIRST] = -1
-        self._nodes = np.zeros((TREE_ROWS + 1, 64), dtype=np.int64)
-        self._nodes[N_MID, 0] = -1
-        self._nodes[N_ALIVE, 0] = 1
-        self._heap = np.zeros((2, 64), dtype=np.int64)
-        self._scalars = np.zeros(8, dtype=np.int64)
-        self._scalars[C_BUDGET] = budget
-        self._scalars[C_REFRESH] = rule.refresh_on_hit
-        self._scalars[C_WHOLE] = rule.whole_node
-        self._scalars[C_ALLOCATION] = self.evict_amount == "allocation"
-        self._path = np.zeros(n, dtype=np.int64)
-        self._ends = np.asarray(trie.end, dtype=np.int64)
-
-    def _run(self, ends: np.ndarray, batch: int, hits: np.ndarray) -> None:
-        self._nodes, self._heap = radix_serve(
-            self._trie, self._state, self._nodes, self._heap, self._scalars, self._path, ends, batch, hits
-        )
-
-    def cached_prefix(self, j: int) -> int:
-        return int(cached_prefix_of(self._trie[T_PARENT], self._state[S_KEPT], self._ends[j]))
