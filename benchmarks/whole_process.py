@@ -24,8 +24,8 @@ def printing_peak(program: str) -> str:
     return program + _PRINT_PEAK
 
 
-#: a whole ``kvtheory`` command: its arguments are the child's argv
-KVTHEORY = printing_peak("import sys\nfrom kvtheory.cli import main\ncode = main(sys.argv[1:])\n") + "sys.exit(code)\n"
+#: a whole ``kvtheory`` command, as the console script runs it (kvtheory_launcher): its arguments are the child's argv
+KVTHEORY = printing_peak("import sys\nfrom kvtheory_launcher import main\ncode = main()\n") + "sys.exit(code)\n"
 
 
 @dataclass(frozen=True)
