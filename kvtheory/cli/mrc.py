@@ -64,7 +64,8 @@ def register(parser) -> None:
         "--workers",
         type=options.workers,
         metavar="N",
-        help="worker processes for the per-budget runs (default: this process; dask: the CPUs)",
+        help="worker processes for the per-budget runs (default: every CPU when the runs are long enough to take the "
+        "compiled engines, else this process; 1: this process; dask: the CPUs)",
     )
     add_json_option(parser)
     parser.set_defaults(run=run)
