@@ -61,7 +61,8 @@ print(json.dumps({"idle": idle, "third_party": third_party}), file=sys.stderr)
 )
 
 #: runs the policy named in argv[2] ("all": every one with a compiled engine, and FIF) through the command line on
-#: the compiled engine, then prints {dispatcher: cache misses} for those that missed
+#: the compiled engine, numba's even where the extension compiled ahead of time is current, then prints
+#: {dispatcher: cache misses} for those that missed
 RUN = (
     COMMON
     + """
@@ -69,6 +70,9 @@ from kvtheory.cli import main
 from kvtheory.model.traces import read_workload
 from kvtheory.optimum.fif import run_fif
 from kvtheory.policies import ONLINE_POLICIES
+from kvtheory.policies.native import just_in_time
+numba_kernels = just_in_time()
+numba_kernels.__enter__()  # for the whole process (kept referenced: collecting it would leave the block)
 folder, wanted = sys.argv[1], sys.argv[2]
 flat = Path(folder, "flat.jsonl")
 flat.write_text("".join(f'{{"tokens": [{(5 * i) % 9}]}}\\n' for i in range(40)))
