@@ -163,6 +163,30 @@ class PrefixTrie:
         trie._build(order, [int(n) for n in lengths], lcps)
         return trie
 
+    @classmethod
+    def from_block_columns(cls, ids: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, block_size: int):
+        """:meth:`from_blocks` of sequences held as columns: sequence j is ids ``ids[offsets[j]:offsets[j + 1]]``,
+        ``lengths[j]`` tokens long. The same trie, node for node: the sequences are sorted by byte keys of their
+        ids (:func:`_sort_key`, the order of the id tuples), then by length, and neighbours' common ids found in
+        numpy passes (:func:`_adjacent_common_prefixes`), without a Python int per id.
+
+        >>> a = PrefixTrie.from_block_columns(np.array([7, 8, 7, 9, 7]), np.array([0, 2, 4, 5]), np.array([4, 3, 1]), 2)
+        >>> b = PrefixTrie.from_blocks([[7, 8], [7, 9], [7]], [4, 3, 1], block_size=2)
+        >>> (a.parent, a.depth, a.end) == (b.parent, b.depth, b.end)
+        True
+        """
+        ids, offsets = np.asarray(ids, dtype=np.int64), np.asarray(offsets, dtype=np.int64)
+        sizes = lengths.tolist()
+        key = _sort_key(ids)
+        bounds = (offsets * 8).tolist()  # 8 bytes an id
+        keys = [(key[a:b], n) for a, b, n in zip(bounds, bounds[1:], sizes)]
+        order = sorted(range(len(sizes)), key=keys.__getitem__)
+        common = _adjacent_common_prefixes(ids, offsets, order)
+        lcps = [min(c * block_size, sizes[a], sizes[b]) for c, a, b in zip(common, order, order[1:])]
+        trie = cls.__new__(cls)
+        trie._build(order, sizes, lcps)
+        return trie
+
     @staticmethod
     def _one_token_blocks(block_ids: Sequence[Sequence[int]], lengths: Sequence[int]) -> np.ndarray | None:
         """The first ids h_1 of the sequences, as int64, when every sequence is one token long (and has an id);

@@ -133,12 +133,11 @@ class BlockColumns(Sequence):
         return hash((self.ids.tobytes(), self.offsets.tobytes(), self.lengths.tobytes(), self.block_size))
 
     def trie(self) -> PrefixTrie:
-        """The trie of the queries (:meth:`PrefixTrie.from_blocks`), the one-token ones straight from their ids."""
+        """The trie of the queries (:meth:`PrefixTrie.from_block_columns`), the one-token ones straight from their
+        ids."""
         if bool((self.lengths == 1).all()):  # token h_1 * block_size of the first block: ordered as the ids
             return PrefixTrie.of_one_token_queries(self.ids[self.offsets[:-1]])
-        ids = self.ids.tolist()
-        chains = [ids[a:b] for a, b in zip(self.offsets[:-1].tolist(), self.offsets[1:].tolist())]
-        return PrefixTrie.from_blocks(chains, self.lengths.tolist(), self.block_size)
+        return PrefixTrie.from_block_columns(self.ids, self.offsets, self.lengths, self.block_size)
 
     def leading_ids(self, counts: np.ndarray) -> np.ndarray:
         """The first ``counts[j]`` ids of every query j, one after the other (``counts[j]`` at most its ids)."""

@@ -111,3 +111,21 @@ def test_one_token_block_sequences_build_the_general_trie(seed, monkeypatch):
 )
 def test_other_block_sequences_take_the_general_construction(ids, lengths):
     assert PrefixTrie._one_token_blocks(ids, lengths) is None
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_block_columns_build_the_block_trie(seed):
+    """Sequences of block ids held as columns (the Mooncake reader's): the trie of from_blocks, node for node, with
+    ids negative, repeated and shared over prefixes, equal ids with other lengths, and chains past the batched
+    comparison's length (compared pair by pair)."""
+    rng = random.Random(seed)
+    stems = [[rng.randint(-3, 5) for _ in range(rng.choice([1, 3, 300]))] for _ in range(4)]
+    for _ in range(20):
+        block_size = rng.randint(1, 4)
+        chains = [rng.choice(stems)[: rng.randint(1, 300)] + [rng.randint(0, 3)] * rng.randint(0, 2) for _ in range(9)]
+        chains += [list(chains[0])]  # equal ids, another length
+        lengths = [rng.randint(block_size * (len(c) - 1) + 1, block_size * len(c)) for c in chains]
+        offsets = np.cumsum([0] + [len(c) for c in chains])
+        ids = np.array([h for c in chains for h in c], dtype=np.int64)
+        columns = PrefixTrie.from_block_columns(ids, offsets, np.array(lengths), block_size)
+        assert_same_trie(columns, PrefixTrie.from_blocks([tuple(c) for c in chains], lengths, block_size))
