@@ -124,11 +124,12 @@ _JUST_IN_TIME = [False]
 def just_in_time():
     """numba's kernels for every run inside the block, the extension ignored (the install's warm-up, which compiles
     numba's kernels whether or not the extension is current)."""
+    outside = _JUST_IN_TIME[0]
     _JUST_IN_TIME[0] = True
     try:
         yield
     finally:
-        _JUST_IN_TIME[0] = False
+        _JUST_IN_TIME[0] = outside
 
 
 def kernels(module: str):

@@ -32,12 +32,14 @@ class CompiledRadix(KernelServed):
     as the per-edge class ``rule`` (L-LRU, token-LRU or FIFO-leaf) it is made for."""
 
     _KEPT_ROW, _SIZE_CELL = S_KEPT, C_SIZE
+    #: the kernels' module, or None for :func:`kvtheory.policies.native.kernels`' choice at each call (no module is
+    #: held, so the object pickles)
+    _kernels = None
 
     def __init__(self, rule: type, trie: PrefixTrie, budget: int, **options) -> None:
         super().__init__(trie, budget, **options)
         self.name = rule.name
         n = trie.n_nodes
-        self._kernels = kernels("kvtheory.policies.compiled.radix")
         self._trie = trie_arrays(trie)
         self._state = np.zeros((3, n), dtype=np.int64)
         self._state[S_FIRST] = -1
@@ -54,9 +56,12 @@ class CompiledRadix(KernelServed):
         self._ends = trie.column("end")  # read only
 
     def _run(self, ends: np.ndarray, batch: int, hits: np.ndarray) -> None:
-        self._nodes, self._heap = self._kernels.radix_serve(
+        self._nodes, self._heap = self._core().radix_serve(
             self._trie, self._state, self._nodes, self._heap, self._scalars, self._path, ends, batch, hits
         )
 
     def cached_prefix(self, j: int) -> int:
-        return int(self._kernels.cached_prefix_of(self._trie[T_PARENT], self._state[S_KEPT], self._ends[j]))
+        return int(self._core().cached_prefix_of(self._trie[T_PARENT], self._state[S_KEPT], self._ends[j]))
+
+    def _core(self):
+        return self._kernels or kernels("kvtheory.policies.compiled.radix")

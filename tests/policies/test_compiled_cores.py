@@ -328,3 +328,18 @@ def test_the_lfu_core_refuses_runs_past_its_step_limit():
     policy._serve(policy._ends[:3], 2)  # 2 + ceil(3 / 2) = 4 <= 4
     with pytest.raises(ValueError, match=r"^too many steps"):
         policy.serve([0])  # 4 + 1 > 4
+
+
+def test_a_compiled_radix_object_pickles_and_serves_on_alike():
+    """It holds arrays, not its kernels' module (chosen at each call), so a copy through pickle serves as it does."""
+    import pickle
+
+    from kvtheory.policies.radix_core import CompiledRadix
+
+    trie = Workload.from_token_lists([[1, 2], [1, 3], [1, 2, 4], [5], [1, 3]]).trie
+    for name in ("lru", "token-lru", "fifo"):
+        policy = CompiledRadix(policy_class(name), trie, 4)
+        policy.serve([0, 1])
+        copy = pickle.loads(pickle.dumps(policy))
+        assert copy.serve([2]) == policy.serve([2]) and copy.serve([3, 4]) == policy.serve([3, 4])
+        assert copy.kept() == policy.kept()
