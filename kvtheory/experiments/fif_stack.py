@@ -66,7 +66,7 @@ def fif_stack(trie: PrefixTrie, budgets: Sequence[int], *, compiled: bool | None
     wanted = np.asarray(budgets, dtype=np.int64).reshape(-1)
     if wanted.size and int(wanted.min()) < 1:
         raise InputError(f"a budget must be at least 1 token, got {int(wanted.min())}")
-    ends = np.asarray(trie.end, dtype=np.int64)
+    ends = trie.column("end")  # read only
     n_nodes = len(trie.parent)
     clipped = np.minimum(wanted, max(n_nodes - 1, 1))  # n_nodes - 1 objects: nothing is evicted from there on
     cuts = np.unique(clipped)

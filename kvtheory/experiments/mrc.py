@@ -252,8 +252,8 @@ def miss_ratio_curve(
             else:
                 tasks.append(((served, index, budget // block_size, *common, 1), tokens_of))
     tasks = [((*task, backend), convert) for task, convert in tasks]
-    if workers is None and executor == "local" and not (backend == PREFER_COMPILED and len(tasks) > 1):
-        workers = 1  # short runs: a pool's start would cost more than it saves
+    if workers is None and executor == "local":  # a pool's start repays only runs that take the compiled engines
+        workers = default_workers() if backend == PREFER_COMPILED and len(tasks) > 1 else 1
     intervals: dict[str, list] = {}
     for index, name, value, rate, opt_status in _run_cells(tasks, tokens, executor, workers, progress):
         misses[name][index] = value
@@ -283,11 +283,11 @@ def miss_ratio_curve(
 
 def _run_cells(tasks: list, tokens: int, executor: str, workers: int | None, progress: bool | None):
     """Each per-budget task's :func:`_cell` result in tokens (:func:`_in_tokens`), in completion order: on the
-    executor, or in this process with the local executor when one worker is asked for, or is all there is (the
-    same values either way: each task is a pure function of its arguments)."""
+    executor, or in this process with the local executor when one worker is asked for (the same values either way:
+    each task is a pure function of its arguments)."""
     if not tasks:
         return
-    if executor == "local" and (workers == 1 or len(tasks) == 1 or (workers is None and default_workers() == 1)):
+    if executor == "local" and (workers == 1 or len(tasks) == 1):
         with _progress(len(tasks), progress) as done:
             for task, convert in tasks:
                 yield _in_tokens(_cell(task), convert, tokens)

@@ -74,16 +74,14 @@ def prefix_nested(trie: PrefixTrie) -> bool:
 
 def identical_or_disjoint(trie: PrefixTrie) -> bool:
     """Whether every two queries are identical or share no token: each query is one radix edge off the root."""
-    parent = np.asarray(trie.parent, dtype=np.int64)  # then no node lies deeper: nodes end queries or branch
-    return bool((parent[np.asarray(trie.end, dtype=np.int64)] == 0).all())
+    # then no node lies deeper: nodes end queries or branch
+    return bool((trie.column("parent")[trie.column("end")] == 0).all())
 
 
 def one_token_queries(trie: PrefixTrie) -> bool:
     """Whether every query is a single token: each ends on a one-token edge off the root."""
-    ends = np.asarray(trie.end, dtype=np.int64)
-    parent = np.asarray(trie.parent, dtype=np.int64)
-    length = np.asarray(trie.edge_len, dtype=np.int64)
-    return bool((parent[ends] == 0).all() and (length[ends] == 1).all())
+    ends = trie.column("end")
+    return bool((trie.column("parent")[ends] == 0).all() and (trie.column("edge_len")[ends] == 1).all())
 
 
 def one_pass_blocker(policy: str, trie: PrefixTrie, batch: int, evict_amount: str) -> str | None:
@@ -113,9 +111,7 @@ def stack_hits(trie: PrefixTrie, budgets: Sequence[int], *, whole_node: bool, co
     :func:`~kvtheory.policies.native.kernels`) or as Python, the same code; by default compiled from
     :data:`~kvtheory.policies.dispatch.CORE_MIN_QUERIES` queries on (below that, loading numba, where the
     extension is not current, costs more than it saves)."""
-    ends = np.asarray(trie.end, dtype=np.int64)
-    parent = np.asarray(trie.parent, dtype=np.int64)
-    length = np.asarray(trie.edge_len, dtype=np.int64)
+    ends, parent, length = trie.column("end"), trie.column("parent"), trie.column("edge_len")  # read only
     traverse = stack_traversal
     if long_enough(ends.size) if compiled is None else compiled:  # ahead of time when current, else numba
         traverse = kernels("kvtheory.experiments.compiled_stack").compiled_traversal

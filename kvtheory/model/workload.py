@@ -12,6 +12,7 @@ import os
 import re
 import sys
 import tempfile
+from abc import abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -31,7 +32,37 @@ MAX_ARRIVAL = 1e12
 MAX_OUTPUT_LEN = 2**40
 
 
-class QueryColumns(Sequence):
+class _OffsetColumns(Sequence):
+    """Rows held as columns, row j's values at ``offsets[j]:offsets[j + 1]`` of flat arrays: a step-1 slice is
+    columns again (:meth:`_rows`), an index one row (:meth:`_row`), and two sequences are equal row for row."""
+
+    offsets: np.ndarray
+
+    def __len__(self) -> int:
+        return self.offsets.size - 1
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1:
+                return tuple(self[j] for j in range(start, stop, step))
+            stop = max(start, stop)
+            return self._rows(start, stop, int(self.offsets[start]), int(self.offsets[stop]))
+        return self._row(range(len(self))[index])
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    @abstractmethod
+    def _rows(self, start: int, stop: int, first: int, last: int):
+        """Rows start..stop - 1, whose flat values are first..last - 1, as columns of the same kind."""
+
+    @abstractmethod
+    def _row(self, j: int):
+        """Row j as a query object."""
+
+
+class QueryColumns(_OffsetColumns):
     """Queries held as columns: query j is ``tokens[offsets[j]:offsets[j + 1]]`` of one int64 array, with
     ``arrival[j]`` and ``output_len[j]`` when those columns are given. A :class:`Query` is made only when
     one is asked for, so a million-request trace costs a few arrays, not a million objects.
@@ -53,28 +84,18 @@ class QueryColumns(Sequence):
         self.arrival = arrival
         self.output_len = output_len
 
-    def __len__(self) -> int:
-        return self.offsets.size - 1
+    def _rows(self, start: int, stop: int, first: int, last: int) -> QueryColumns:
+        return QueryColumns(
+            self.tokens[first:last],
+            self.offsets[start : stop + 1] - first,
+            None if self.arrival is None else self.arrival[start:stop],
+            None if self.output_len is None else self.output_len[start:stop],
+        )
 
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            start, stop, step = index.indices(len(self))
-            if step != 1:
-                return tuple(self[j] for j in range(start, stop, step))
-            first, last = int(self.offsets[start]), int(self.offsets[max(start, stop)])
-            return QueryColumns(
-                self.tokens[first:last],
-                self.offsets[start : max(start, stop) + 1] - first,
-                None if self.arrival is None else self.arrival[start:stop],
-                None if self.output_len is None else self.output_len[start:stop],
-            )
-        j = range(len(self))[index]
+    def _row(self, j: int) -> Query:
         arrival = None if self.arrival is None else float(self.arrival[j])
         output_len = None if self.output_len is None else int(self.output_len[j])
         return Query(self.tokens[self.offsets[j] : self.offsets[j + 1]], arrival, output_len)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Sequence) and len(self) == len(other) and all(a == b for a, b in zip(self, other))
 
     def __hash__(self) -> int:
         return hash((self.tokens.tobytes(), self.offsets.tobytes()))
@@ -84,7 +105,7 @@ class QueryColumns(Sequence):
         return np.diff(self.offsets)
 
 
-class BlockColumns(Sequence):
+class BlockColumns(_OffsetColumns):
     """Block queries held as columns (what the Mooncake reader makes of a file): query j has the hash ids
     ``ids[offsets[j]:offsets[j + 1]]`` of ``block_size``-token blocks, ``lengths[j]`` tokens, ``arrival[j]``
     seconds and ``output_len[j]`` output tokens. A :class:`BlockQuery` is made only when one is asked for, and the
@@ -104,30 +125,19 @@ class BlockColumns(Sequence):
         self.arrival = arrival
         self.output_len = output_len
 
-    def __len__(self) -> int:
-        return self.lengths.size
+    def _rows(self, start: int, stop: int, first: int, last: int) -> BlockColumns:
+        return BlockColumns(
+            self.ids[first:last],
+            self.offsets[start : stop + 1] - first,
+            self.lengths[start:stop],
+            self.block_size,
+            self.arrival[start:stop],
+            self.output_len[start:stop],
+        )
 
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            start, stop, step = index.indices(len(self))
-            if step != 1:
-                return tuple(self[j] for j in range(start, stop, step))
-            stop = max(start, stop)
-            first, last = int(self.offsets[start]), int(self.offsets[stop])
-            return BlockColumns(
-                self.ids[first:last],
-                self.offsets[start : stop + 1] - first,
-                self.lengths[start:stop],
-                self.block_size,
-                self.arrival[start:stop],
-                self.output_len[start:stop],
-            )
-        j = range(len(self))[index]
+    def _row(self, j: int) -> BlockQuery:
         ids = tuple(self.ids[self.offsets[j] : self.offsets[j + 1]].tolist())
         return BlockQuery(ids, int(self.lengths[j]), self.block_size, float(self.arrival[j]), int(self.output_len[j]))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Sequence) and len(self) == len(other) and all(a == b for a, b in zip(self, other))
 
     def __hash__(self) -> int:
         return hash((self.ids.tobytes(), self.offsets.tobytes(), self.lengths.tobytes(), self.block_size))

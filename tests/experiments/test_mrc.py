@@ -195,5 +195,5 @@ def test_mrc_takes_a_pool_by_default_only_for_runs_long_enough(monkeypatch, trac
     assert made == []
     monkeypatch.setattr(dispatch, "CORE_MIN_QUERIES", 1)
     pooled = miss_ratio_curve(workload, budgets, ["lru", "fif"])
-    assert made == [{"workers": None}]
+    assert made == [{"workers": 2}]  # every CPU (here patched to two)
     assert pooled == in_process
