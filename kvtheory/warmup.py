@@ -3,7 +3,7 @@
 ``pip install -e .`` runs ``python -m kvtheory.warmup`` from the in-tree build backend
 (``build_backend/kvtheory_build.py``, docs/performance.md §No compile on the first run) on the installing machine,
 with the numba the package then runs with: :func:`warm_up`, then :func:`build_ahead_of_time` (the streamed
-flat-trace kernels and the whole-trie cores of the radix family, FIF, the flat tries and the one-pass curves as an
+flat-trace kernels and the whole-trie cores of the radix family, FIF and the one-pass curves as an
 extension that runs without numba, :mod:`kvtheory.policies.native`). Running it by hand
 does the same (after upgrading numba, after editing a kernel, or with a ``NUMBA_CACHE_DIR`` of one's own) and
 prints what it compiled.

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from kvtheory.policies.compiled.flat import heap_pop, heap_push
+from kvtheory.policies.compiled.heap import heap_pop, heap_push
 
 
 @njit(cache=True)

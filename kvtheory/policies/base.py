@@ -218,11 +218,3 @@ def union_misses(trie: PrefixTrie, paths: Sequence[Sequence[int]], matched: Sequ
                 cached = min(max(m - depth[parent[v]], 0), edge_len[v])
                 missing[v] = edge_len[v] - cached
     return sum(missing.values())
-
-
-def flat_trie_arrays(trie: PrefixTrie) -> tuple[np.ndarray, np.ndarray] | None:
-    """(end node of each query, edge length of each node) if every trie node hangs off the root, else None: the
-    trie's shared columns (:meth:`~kvtheory.model.trie.PrefixTrie.column`), which a kernel reads only."""
-    if np.any(trie.column("parent")[1:] != 0):
-        return None
-    return trie.column("end"), trie.column("edge_len")

@@ -7,7 +7,6 @@ from collections.abc import Collection, Sequence
 
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies import register_policy
-from kvtheory.policies.base import flat_trie_arrays
 from kvtheory.policies.rules import LeafView, PriorityRule
 
 
@@ -24,21 +23,6 @@ class LeafLFU(PriorityRule):
     name = "lfu"
     compiled_core = True
     core_class = "compiled.lfu:CompiledLFU"
-
-    @classmethod
-    def run_compiled(
-        cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"
-    ):
-        """Every query's hits from a compiled core when the class opted in: the flat core
-        (:mod:`kvtheory.policies.compiled.flat`) on a flat trie with shortfall eviction, else the general one
-        (:meth:`compiled_object`); None otherwise."""
-        if not cls.__dict__.get("compiled_core", False):
-            return None
-        if evict_amount == "shortfall" and flat_trie_arrays(trie) is not None:
-            from kvtheory.policies.flat_runs import run_flat_lfu
-
-            return run_flat_lfu(trie, budget, batch)
-        return super().run_compiled(trie, budget, batch, seed, evict_amount)
 
     def __init__(self, trie: PrefixTrie, budget: int, **options) -> None:
         super().__init__(trie, budget, **options)

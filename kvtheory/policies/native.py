@@ -3,7 +3,7 @@
 Loading numba and one cached kernel costs a process about 0.55 s of CPU, more than libCacheSim's C LRU takes to
 serve a million requests, or kvcache-simulator to draw three miss-ratio curves of a Mooncake trace. The kernels
 that serve flat traces streamed at batch size 1 (the radix family, LFU-leaf, RLT, random-leaf, rlt-authors, FIF)
-and the whole-trie cores of the radix family, FIF, the flat tries and the one-pass miss-ratio curves
+and the whole-trie cores of the radix family, FIF and the one-pass miss-ratio curves
 (:data:`EXPORTS`) are therefore also compiled ahead of time into one extension module,
 ``kvtheory/policies/compiled/_ahead`` (numba's ``pycc``, run by ``python -m kvtheory.warmup``, which ``pip install
 -e .`` runs), from the very functions the just-in-time path compiles: one source, two ways of compiling it. A run
@@ -62,8 +62,8 @@ EXPORTS = {
         "UniTuple(i8[::1], 2)(i8[::1], i8[::1], i8, i8[::1], i8[:, ::1], i8[::1], i8[::1], draw, i8)",
     ),
     # whole-trie cores, under their names in the numba module that :func:`kernels` falls back on: the radix
-    # family's (kvtheory.policies.radix_core), FIF's (kvtheory.optimum.fif), the flat tries' (flat_runs) and the
-    # one-pass miss-ratio curves' (kvtheory.experiments.stack_mrc, fif_stack)
+    # family's (kvtheory.policies.radix_core), FIF's (kvtheory.optimum.fif) and the one-pass miss-ratio curves'
+    # (kvtheory.experiments.stack_mrc, fif_stack)
     "radix_serve": (
         "kvtheory.policies.compiled.radix:radix_serve",
         "UniTuple(i8[:, ::1], 2)(i8[:, ::1], i8[:, ::1], i8[:, ::1], i8[:, ::1], i8[::1], i8[::1], i8[::1], i8,"
@@ -71,8 +71,6 @@ EXPORTS = {
     ),
     "cached_prefix_of": ("kvtheory.policies.compiled.radix:cached_prefix_of", "i8(i8[::1], i8[::1], i8)"),
     "fif_run": ("kvtheory.optimum.compiled_fif:fif_run", "UniTuple(i8[::1], 2)(i8[::1], i8[::1], i8[::1], i8, i8, i8)"),
-    "flat_radix_run": ("kvtheory.policies.compiled.flat:flat_radix_run", "i8[::1](i8[::1], i8[::1], i8, i8, b1)"),
-    "flat_lfu_run": ("kvtheory.policies.compiled.flat:flat_lfu_run", "i8[::1](i8[::1], i8[::1], i8, i8)"),
     "compiled_traversal": (
         "kvtheory.experiments.compiled_stack:compiled_traversal",
         "i8[::1](i8[::1], i8[::1], i8[::1], i8[::1], b1)",

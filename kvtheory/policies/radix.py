@@ -13,10 +13,8 @@ import heapq
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
-import numpy as np
-
 from kvtheory.model.trie import PrefixTrie
-from kvtheory.policies.base import EvictionPolicy, flat_trie_arrays, union_misses
+from kvtheory.policies.base import EvictionPolicy, union_misses
 
 
 class Node:
@@ -179,23 +177,6 @@ class RadixPolicy(RadixTree):
         heapq.heappush(self._heap, (node.stamp, node.cid, node))
 
     # -- the policy interface ---------------------------------------------------------------------
-    @classmethod
-    def run_compiled(
-        cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> np.ndarray | None:
-        """Every query's hits from a compiled core when the class itself opted in; None otherwise. On a flat
-        trie with shortfall eviction and whole-leaf evictions (``whole_node``, or one-token edges, where a
-        token is a leaf) that is the flat core (:mod:`kvtheory.policies.compiled.flat`, about twice as fast
-        there), else the general one (:meth:`compiled_object`)."""
-        if not cls.__dict__.get("compiled_core", False):
-            return None
-        arrays = flat_trie_arrays(trie) if evict_amount == "shortfall" else None
-        if arrays is not None and (cls.whole_node or int(arrays[1].max(initial=0)) <= 1):
-            from kvtheory.policies.flat_runs import run_flat_radix
-
-            return run_flat_radix(trie, budget, batch, refresh=cls.refresh_on_hit)
-        return super().run_compiled(trie, budget, batch, seed, evict_amount)
-
     def serve(self, batch: Sequence[int]) -> list[int]:
         trie = self.trie
         paths = [trie.path(j) for j in batch]

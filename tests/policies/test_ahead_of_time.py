@@ -24,7 +24,7 @@ from kvtheory.model.traces.flat import read_oracle_general
 from kvtheory.optimum.fif import run_compiled_fif, run_fif
 from kvtheory.optimum.flat_fif import jit_fif_kernels, stream_fif
 from kvtheory.policies import native
-from kvtheory.policies.base import EVICT_AMOUNTS, flat_trie_arrays
+from kvtheory.policies.base import EVICT_AMOUNTS
 from kvtheory.policies.flat_streams import jit_kernels, stream_authors, stream_run, stream_sampler
 from kvtheory.policies.radix_core import CompiledRadix
 
@@ -119,7 +119,6 @@ def test_an_extension_built_from_other_sources_is_not_taken(tmp_path, monkeypatc
 WHOLE_TRIE = {
     "kvtheory.policies.compiled.radix": ("radix_serve", "cached_prefix_of"),  # radix_core.CompiledRadix
     "kvtheory.optimum.compiled_fif": ("fif_run",),  # optimum.fif.run_compiled_fif
-    "kvtheory.policies.compiled.flat": ("flat_radix_run", "flat_lfu_run"),  # policies.flat_runs
     "kvtheory.experiments.compiled_stack": ("compiled_traversal",),  # experiments.stack_mrc.stack_hits
     "kvtheory.experiments.compiled_fif_stack": ("compiled_fif_traversal",),  # experiments.fif_stack.fif_stack
 }
@@ -128,7 +127,7 @@ WHOLE_TRIE = {
 def _whole_trie_runs(trie, budget: int, batch: int, module) -> list:
     """Every whole-trie kernel's results on ``trie``, each taken from ``module(name)`` (the extension, or numba's
     module of the kernel): the radix family at both eviction amounts (hits, final cache and a cached prefix),
-    FIF, and on a flat trie the flat cores and the one-pass traversals."""
+    FIF, and on a flat trie the one-pass traversals."""
     results = []
     for name, amount in itertools.product(("lru", "token-lru", "fifo"), EVICT_AMOUNTS):
         policy = CompiledRadix(policy_class(name), trie, budget, evict_amount=amount)
@@ -136,16 +135,12 @@ def _whole_trie_runs(trie, budget: int, batch: int, module) -> list:
         results += [policy.serve_all(batch).tolist(), policy.kept(), policy.cached_prefix(len(trie.end) - 1)]
     hits, kept = run_compiled_fif(trie, budget, batch, kernels=module("kvtheory.optimum.compiled_fif"))
     results += [hits.tolist(), kept.tolist()]
-    arrays = flat_trie_arrays(trie)
-    if arrays is not None:
-        flat = module("kvtheory.policies.compiled.flat")
-        results += [flat.flat_radix_run(*arrays, budget, batch, refresh).tolist() for refresh in (True, False)]
-        results.append(flat.flat_lfu_run(*arrays, budget, batch).tolist())
-        ends, parent = np.asarray(trie.end, dtype=np.int64), np.asarray(trie.parent, dtype=np.int64)
+    if set(trie.parent[1:]) == {0}:  # flat
+        ends, parent, edge_len = (trie.column(name) for name in ("end", "parent", "edge_len"))
         budgets = np.arange(1, budget + 1, dtype=np.int64)
         traverse = module("kvtheory.experiments.compiled_stack").compiled_traversal
-        results += [traverse(ends, parent, arrays[1], budgets, whole).tolist() for whole in (True, False)]
-        if int(arrays[1].max()) == 1:
+        results += [traverse(ends, parent, edge_len, budgets, whole).tolist() for whole in (True, False)]
+        if int(edge_len.max()) == 1:
             where = module("kvtheory.experiments.compiled_fif_stack").compiled_fif_traversal(ends, parent.size, budgets)
             results += [part.tolist() for part in where]
     return results

@@ -281,16 +281,6 @@ def test_every_core_says_why_a_batch_cannot_fit_word_for_word(queries):
                     pytest.fail(f"{type(policy).__name__} ({amount}) served a query of 3 tokens under B = 2")
 
 
-def test_the_flat_cores_refuse_a_nested_trie_word_for_word():
-    from kvtheory.policies.flat_runs import run_flat_lfu, run_flat_radix
-
-    trie = Workload.from_token_lists([[1, 2], [1, 3]]).trie
-    with pytest.raises(ValueError, match=r"^run_flat_lfu needs a flat trie \(every query one edge off the root\)$"):
-        run_flat_lfu(trie, 4, 1)
-    with pytest.raises(ValueError, match=r"^run_flat_radix needs a flat trie \(every query one edge off the root\)$"):
-        run_flat_radix(trie, 4, 1, refresh=True)
-
-
 def test_every_policy_object_keeps_its_trie_budget_and_eviction_amount():
     """What ``create`` and ``instantiate`` return, core or per-edge class, answers for the policy's name and
     the trie, budget and eviction amount it serves (the base class's attributes)."""

@@ -1,6 +1,7 @@
-"""The compiled flat cores against the per-edge Python policies, hit for hit, on random flat workloads:
-every query one radix edge off the root, edges of one to three tokens, batch sizes 1 to 3, budgets from
-the footprint up, with evictions. (FIF's core: tests/optimum/test_compiled_fif.py.)"""
+"""The compiled cores on flat workloads against the per-edge Python policies, hit for hit: every query one radix
+edge off the root, edges of one to three tokens, batch sizes 1 to 3, budgets from the footprint up, with
+evictions (one-token queries at batch size 1 take the streamed cores: tests/policies/test_flat_stream.py). FIF's
+core: tests/optimum/test_compiled_fif.py."""
 
 import numpy as np
 import pytest
@@ -11,7 +12,6 @@ from kvtheory.model import workload as workload_module
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.model.workload import read_workload
 from kvtheory.policies import policy_class
-from kvtheory.policies.base import flat_trie_arrays
 from kvtheory.simulate import drive, run_policy
 
 
@@ -36,7 +36,7 @@ def _per_edge_hits(workload, budget, name, batch, seed=None):
 def test_radix_core_matches_per_edge_policy(name, max_edge):
     evicted_somewhere = False
     for workload, budget, batch in _flat_instances(7, 150, max_edge):
-        assert flat_trie_arrays(workload.trie) is not None
+        assert set(workload.trie.parent[1:]) == {0}  # flat: every edge off the root
         assert policy_class(name).run_compiled(workload.trie, budget, batch) is not None
         fast = run_policy(workload, budget, name, batch=batch, backend="compiled")
         slow = _per_edge_hits(workload, budget, name, batch)
@@ -62,24 +62,6 @@ def test_sampler_core_matches_on_long_runs_with_many_phases():
         for budget in (5, 40):
             fast = run_policy(workload, budget, name, seed=budget, backend="compiled")
             assert fast.query_hits.tolist() == _per_edge_hits(workload, budget, name, 1, seed=budget).tolist()
-
-
-def test_flat_cores_not_used_where_they_do_not_apply(monkeypatch):
-    nested = Workload.from_token_lists([[1, 2], [1, 3], [1]])
-    long_edges = Workload.from_token_lists([[1, 2], [3, 4]])
-    flat = Workload.from_token_lists([[1], [2]])
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a flat core ran")
-
-    monkeypatch.setattr("kvtheory.policies.flat_runs.run_flat_radix", refuse)
-    monkeypatch.setattr("kvtheory.policies.flat_runs.run_flat_lfu", refuse)
-    # the general radix and LFU cores (tests/policies/test_compiled_cores.py) run these instead
-    assert policy_class("lru").run_compiled(nested.trie, 4, 1) is not None
-    assert policy_class("token-lru").run_compiled(long_edges.trie, 4, 1) is not None
-    assert policy_class("lru").run_compiled(flat.trie, 2, 1, evict_amount="allocation") is not None
-    assert policy_class("lfu").run_compiled(nested.trie, 4, 1) is not None
-    assert policy_class("lfu").run_compiled(flat.trie, 2, 1, evict_amount="allocation") is not None
 
 
 def test_one_token_trie_is_the_general_construction():

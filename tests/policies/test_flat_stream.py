@@ -1,7 +1,8 @@
-"""The streamed engines of flat traces (kvtheory.policies.compiled.flat_stream) against the compiled flat cores
-on the whole trie, hit for hit: random oracleGeneral files read in small chunks (so that batches of state,
+"""The streamed engines of flat traces (kvtheory.policies.compiled.flat_stream) against the general compiled
+cores on the whole trie, hit for hit: random oracleGeneral files read in small chunks (so that batches of state,
 the id table and the heap all grow mid-run), every radix policy and LFU at batch size 1; and the dispatcher
-streams exactly the runs it names (an oracleGeneral file, batch size 1, a policy with a streamed core)."""
+streams exactly the runs it names (an oracleGeneral file, batch size 1, a policy with a streamed core), and
+gives a whole trie of one-token queries at batch size 1 the same cores."""
 
 import numpy as np
 import pytest
@@ -10,34 +11,56 @@ from flat_traces import random_traces, write_oracle_general
 from kvtheory.model.traces import flat as flat_module
 from kvtheory.model.traces.flat import read_oracle_general
 from kvtheory.model.workload import Workload
-from kvtheory.policies import policy_class
-from kvtheory.policies.dispatch import streamed_hits
-from kvtheory.policies.flat_runs import run_flat_lfu, run_flat_radix
+from kvtheory.policies import dispatch, policy_class
+from kvtheory.policies.dispatch import compiled_hits, streamed_hits
 from kvtheory.policies.flat_streams import stream_run
 from kvtheory.policies.lru import LeafLRU
 from kvtheory.simulate import run_policy
 
 
-@pytest.mark.parametrize("policy", ["lru", "fifo", "lfu"])
-def test_streamed_hits_equal_the_flat_core(tmp_path, monkeypatch, policy):
+@pytest.mark.parametrize("policy", ["lru", "token-lru", "fifo", "lfu"])
+def test_streamed_hits_equal_the_general_core(tmp_path, monkeypatch, policy):
     monkeypatch.setattr(flat_module, "CHUNK_RECORDS", 97)
     path = tmp_path / "t.oracleGeneral"
+    cls = policy_class(policy)
     evicted = False
     for ids, budget in random_traces(3, 25):
         write_oracle_general(path, ids)
         workload = read_oracle_general(path)
         trie = Workload.from_token_lists([[x] for x in ids.tolist()]).trie
-        if policy == "lfu":
-            expected = run_flat_lfu(trie, budget, 1)
-            total, hits = stream_run(workload.queries.id_chunks(), budget, "lfu", query_hits=True)
-        else:
-            expected = run_flat_radix(trie, budget, 1, refresh=policy == "lru")
-            total, hits = stream_run(
-                workload.queries.id_chunks(), budget, "radix", refresh=policy == "lru", query_hits=True
-            )
+        expected = cls.compiled_object(trie, budget).serve_all(1)
+        kind = "lfu" if policy == "lfu" else "radix"
+        chunks = workload.queries.id_chunks()
+        total, hits = stream_run(
+            chunks, budget, kind, refresh=cls.__dict__.get("refresh_on_hit", True), query_hits=True
+        )
         assert hits.tolist() == expected.tolist() and total == int(expected.sum())
         evicted |= trie.n_nodes - 1 > budget
     assert evicted
+
+
+@pytest.mark.parametrize("policy", ["lru", "token-lru", "fifo", "lfu", "rlt", "random-leaf", "rlt-authors"])
+def test_one_token_tries_take_the_streamed_cores_at_batch_size_1_only(monkeypatch, policy):
+    """compiled_hits serves a whole trie of one-token queries at batch size 1 with shortfall eviction by the
+    streamed core (the trie's nodes as one chunk of ids), with the general core's hits from the same seed; any
+    other run (batch size 2, allocation, a nested trie) takes the general core."""
+    cls = policy_class(policy)
+    rng = np.random.default_rng(11)
+    one_token = Workload.from_token_lists([[int(x)] for x in rng.integers(-40, 40, size=600)]).trie
+    nested = Workload.from_token_lists([[1, 2], [1, 3], [4]] * 20).trie
+    streamed = []
+    real = dispatch._streamed
+    monkeypatch.setattr(dispatch, "_streamed", lambda *args, **kw: streamed.append(args[1]) or real(*args, **kw))
+    for seed in range(3):
+        hits = compiled_hits(cls, one_token, 25, 1, seed=seed, backend="compiled")
+        expected = cls.compiled_object(one_token, 25, seed=seed).serve_all(1)
+        assert hits.tolist() == expected.tolist()
+    assert len(streamed) == 3
+    for trie, batch, amount in ((one_token, 2, "shortfall"), (one_token, 1, "allocation"), (nested, 1, "shortfall")):
+        hits = compiled_hits(cls, trie, 4, batch, seed=0, evict_amount=amount, backend="compiled")
+        expected = cls.compiled_object(trie, 4, seed=0, evict_amount=amount).serve_all(batch)
+        assert hits.tolist() == expected.tolist()
+    assert len(streamed) == 3
 
 
 @pytest.mark.parametrize("policy", ["lru", "token-lru", "fifo", "lfu"])

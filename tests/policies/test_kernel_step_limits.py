@@ -5,7 +5,7 @@ neither pytest-timeout nor a Ctrl-C could stop it.
 Every ``while`` loop spends a step counter or advances the variable its test bounds (checked on the source),
 each family's limit is shown firing on a corrupted input (a trie whose parent array has a cycle, a treap
 that loops on itself, a bit source stuck on a rejected draw), and two known endless-loop mutants (the radix
-core's ``run <= tokens`` made ``run < tokens``, which sends ``cut_tail`` past the root; the flat core's
+core's ``run <= tokens`` made ``run < tokens``, which sends ``cut_tail`` past the root; the LFU core's
 stale heap entry left on the heap) run in a subprocess and end in the internal error."""
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from kvtheory.experiments import fif_stack
 from kvtheory.optimum import compiled_fif, flat_fif_kernels
 from kvtheory.policies.compiled import (
     authors,
-    flat,
     flat_authors,
     flat_sampler,
     flat_stream,
+    heap,
     lfu,
     marking,
     predictive,
@@ -43,7 +43,7 @@ from kvtheory.policies.compiled import (
 from kvtheory.policies.compiled.radix_layout import T_PARENT
 from kvtheory.policies.radix_core import CompiledRadix
 
-KERNEL_MODULES = (radix, authors, flat, flat_stream, lfu, sampler, predictive, marking, compiled_fif, flat_fif_kernels)
+KERNEL_MODULES = (radix, authors, heap, flat_stream, lfu, sampler, predictive, marking, compiled_fif, flat_fif_kernels)
 KERNEL_MODULES += (switch, flat_sampler, flat_authors, fif_stack)
 
 
@@ -242,11 +242,11 @@ def _mutant_source(module, functions: tuple[str, ...], old: str, new: str) -> st
 
 MUTANTS = {
     "radix_run_lt": (radix, ("_evict", "radix_serve"), "if whole or run <= tokens:", "if whole or run < tokens:"),
-    "flat_stale_kept": (
-        flat,
-        ("flat_radix_run",),
-        "if cid_of[v] != c or stamp[v] != s:\n                heap_pop(ha, hb, size)\n                continue",
-        "if cid_of[v] != c or stamp[v] != s:\n                continue",
+    "lfu_stale_kept": (
+        lfu,
+        ("_evict", "lfu_serve"),
+        "            heap_pop(hp[0], hp[1], sc)\n            continue",
+        "            continue",
     ),
 }
 
@@ -259,7 +259,8 @@ DRIVER = textwrap.dedent(
     from kvtheory.policies.radix_core import CompiledRadix
 
     import radix_run_lt
-    import flat_stale_kept
+    import lfu_stale_kept
+    from kvtheory.policies.compiled.lfu import CompiledLFU
 
     def report(run):
         try:
@@ -276,13 +277,15 @@ DRIVER = textwrap.dedent(
         radix_run_lt.radix_serve(p._trie, p._state, p._nodes, p._heap, p._scalars, p._path, ends, 1,
                                  np.zeros(ends.size, dtype=np.int64))
 
-    def flat_mutant():  # L-LRU on [[1], [1], [2]] at B = 1: the hit leaves a stale entry on the heap's top
+    def lfu_mutant():  # LFU-leaf on [[1], [1], [2]] at B = 1: the hit leaves a stale entry on the heap's top
         trie = Workload.from_token_lists([[1], [1], [2]]).trie
+        p = CompiledLFU(kvtheory.policy_class("lfu"), trie, 1)
         ends = np.asarray(trie.end, dtype=np.int64)
-        flat_stale_kept.flat_radix_run(ends, np.asarray(trie.edge_len, dtype=np.int64), 1, 1, True)
+        lfu_stale_kept.lfu_serve(p._parent, p._edge_len, p._state, p._heap, p._scalars, p._touched, ends, 1,
+                                 np.zeros(ends.size, dtype=np.int64))
 
     report(radix_mutant)
-    report(flat_mutant)
+    report(lfu_mutant)
     """
 )
 
@@ -318,6 +321,6 @@ def test_endless_loop_mutants_end_in_an_internal_error():
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "internal error: kernel cut_tail of the compiled radix core exceeded its step limit of one step per trie node",
-        "internal error: kernel flat_radix_run of the compiled flat core exceeded its step limit of heap entries + 1 "
+        "internal error: kernel _evict of the compiled LFU core exceeded its step limit of heap entries + tokens + 1 "
         "rounds",
     ]

@@ -134,4 +134,4 @@ def test_after_the_warm_up_running_the_policies_compiles_nothing(tmp_path):
 def test_the_check_sees_a_compile(tmp_path):
     """The same run on an empty cache compiles: what the test above counts is there to be seen."""
     missed = run(RUN, tmp_path / "numba", str(tmp_path), "lru")
-    assert missed.get("kvtheory.policies.compiled.flat.flat_radix_run", 0) >= 1
+    assert missed.get("kvtheory.policies.compiled.radix.radix_serve", 0) >= 1

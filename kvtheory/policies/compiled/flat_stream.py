@@ -10,11 +10,13 @@ State per node (flags, links, counts) grows with the table; the radix policies k
 a linked list and LFU (and FIF, :mod:`kvtheory.optimum.flat_fif`) in an indexed heap of one entry per cached
 node: O(distinct objects) in all, never O(requests).
 
-The kernels are the batch-size-1 cases of :mod:`kvtheory.policies.compiled.flat`'s, hit for hit
-(tests/policies/test_flat_stream.py). Node numbers differ from the trie's (first appearance, not sorted
-ids), which changes no decision: the radix core orders leaves by (stamp, creation id) and LFU by (request
-count, last request step), and at batch size 1 no two nodes share a stamp or a last request step, so every
-key is distinct and the node number is only a payload.
+The kernels give the hits of the general radix and LFU cores (:mod:`kvtheory.policies.compiled.radix`,
+:mod:`kvtheory.policies.compiled.lfu`) on the same queries at batch size 1, hit for hit
+(tests/policies/test_flat_stream.py); a whole trie of one-token queries takes them too, its nodes as the ids
+of one chunk (:func:`kvtheory.policies.dispatch.compiled_hits`). Node numbers differ from the trie's (first
+appearance, not sorted ids), which changes no decision: the radix core orders leaves by (stamp, creation id)
+and LFU by (request count, last request step), and at batch size 1 no two nodes share a stamp or a last
+request step, so every key is distinct and the node number is only a payload.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from kvtheory.policies.compiled.flat import HEAP_LEVELS
+from kvtheory.policies.compiled.heap import HEAP_LEVELS
 
 #: Fibonacci hashing's multiplier, 2**64 / golden ratio, as a signed 64-bit integer
 _MIX = -7046029254386353131
@@ -137,11 +139,10 @@ def heap_admit(heap, pos, state, budget, v, a, b):
 
 @njit(cache=True)
 def radix_chunk(nodes, hits, budget, refresh, state, cached, prev, succ):
-    """Serve the one-token queries ``nodes`` one per batch under whole-leaf radix eviction (L-LRU, token-LRU
-    and FIFO-leaf on a flat trie: :func:`~kvtheory.policies.compiled.flat.flat_radix_run` at batch size 1),
-    writing each query's hits (0 or 1) into ``hits``.
+    """Serve the one-token queries ``nodes`` one per batch under radix eviction (L-LRU, token-LRU and FIFO-leaf:
+    on one-token edges every eviction takes a whole leaf), writing each query's hits (0 or 1) into ``hits``.
 
-    That core evicts the cached leaf of least (stamp, creation id), the stamp being the clock of the leaf's
+    The radix core evicts the cached leaf of least (stamp, creation id), the stamp being the clock of the leaf's
     last refresh (every hit if ``refresh``, else its insertion). At batch size 1 the clock ticks once per
     query and each tick stamps one node, so no two cached nodes share a stamp and that leaf is the least
     recently refreshed one: the head of a doubly linked list (``prev``, ``succ``; node 0 the sentinel) to
@@ -172,8 +173,8 @@ def radix_chunk(nodes, hits, budget, refresh, state, cached, prev, succ):
 
 @njit(cache=True)
 def lfu_chunk(nodes, hits, budget, state, kept, count, last, pos, heap):
-    """Serve the one-token queries ``nodes`` one per batch under LFU-leaf (:func:`~kvtheory.policies.compiled.
-    flat.flat_lfu_run` at batch size 1), writing each query's hits into ``hits``; return the heap.
+    """Serve the one-token queries ``nodes`` one per batch under LFU-leaf, writing each query's hits into
+    ``hits``; return the heap.
 
     ``state`` = [cached nodes, step]; ``kept[v]`` is 1 when v is cached, ``count[v]`` its requests so far and
     ``last[v]`` the step of the latest. The heap holds every cached node keyed (count, last); a miss on a full

@@ -17,7 +17,7 @@ from numba import njit
 
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import KernelServed
-from kvtheory.policies.compiled.flat import grow_columns, heap_pop, heap_push
+from kvtheory.policies.compiled.heap import grow_columns, heap_pop, heap_push
 from kvtheory.policies.compiled.radix import cached_prefix_of
 
 #: the step-limit errors of the kernels below (constants: numba raises them without building a string)

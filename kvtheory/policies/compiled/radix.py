@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from kvtheory.policies.compiled.flat import grow_columns, heap_pop, heap_push, set_aside
+from kvtheory.policies.compiled.heap import grow_columns, heap_pop, heap_push, set_aside
 from kvtheory.policies.compiled.radix_layout import (
     C_ALLOCATION,
     C_BUDGET,
