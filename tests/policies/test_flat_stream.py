@@ -31,9 +31,7 @@ def test_streamed_hits_equal_the_general_core(tmp_path, monkeypatch, policy):
         expected = cls.compiled_object(trie, budget).serve_all(1)
         kind = "lfu" if policy == "lfu" else "radix"
         chunks = workload.queries.id_chunks()
-        total, hits = stream_run(
-            chunks, budget, kind, refresh=cls.__dict__.get("refresh_on_hit", True), query_hits=True
-        )
+        total, hits = stream_run(chunks, budget, kind, refresh=getattr(cls, "refresh_on_hit", True), query_hits=True)
         assert hits.tolist() == expected.tolist() and total == int(expected.sum())
         evicted |= trie.n_nodes - 1 > budget
     assert evicted
