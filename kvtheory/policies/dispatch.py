@@ -119,18 +119,20 @@ def streamed_hits(cls, workload, budget: int, batch: int, evict_amount: str = "s
     if columns is None or evict_amount != "shortfall" or not _wants(cls, len(columns), len(columns), backend):
         return None
     kind = _stream_kind(cls)
-    return None if kind is None else _streamed(cls, kind, columns.id_chunks(), budget, seed, query_hits=False)[0]
+    return None if kind is None else _streamed(cls, kind, columns.id_chunks(), budget, seed)[0]
 
 
-def _streamed(cls, kind: str, chunks, budget: int, seed, query_hits: bool):
-    """(total hits, every query's hits or None) of ``cls``'s streamed core ``kind`` over the id ``chunks``."""
+def _streamed(cls, kind: str, chunks, budget: int, seed, nodes: int | None = None):
+    """(total hits, every query's hits or None) of ``cls``'s streamed core ``kind`` over the id ``chunks``; with
+    ``nodes``, the ids are a trie's node numbers (below ``nodes``), and every query's hits are kept."""
     from kvtheory.policies.flat_streams import stream_authors, stream_run, stream_sampler
 
+    numbered = {"query_hits": nodes is not None, "nodes": nodes}
     if kind == "sampler":
-        return stream_sampler(chunks, budget, marking=cls.marking, seed=seed, query_hits=query_hits)
+        return stream_sampler(chunks, budget, marking=cls.marking, seed=seed, **numbered)
     if kind == "authors":
-        return stream_authors(chunks, budget, seed=seed, query_hits=query_hits)
-    return stream_run(chunks, budget, kind, refresh=getattr(cls, "refresh_on_hit", True), query_hits=query_hits)
+        return stream_authors(chunks, budget, seed=seed, **numbered)
+    return stream_run(chunks, budget, kind, refresh=getattr(cls, "refresh_on_hit", True), **numbered)
 
 
 def one_token_flat(trie) -> bool:
@@ -178,7 +180,7 @@ def compiled_hits(cls, trie, budget: int, batch: int, seed=None, evict_amount: s
         return None
     kind = _stream_kind(cls) if batch == 1 and evict_amount == "shortfall" else None
     if kind is not None and one_token_flat(trie):
-        return _streamed(cls, kind, [trie.column("end")], budget, seed, query_hits=True)[1]
+        return _streamed(cls, kind, [trie.column("end")], budget, seed, trie.n_nodes)[1]
     hits = cls.run_compiled(trie, budget, batch, seed, evict_amount)
     if hits is None and backend == "compiled":
         raise _no_core(cls, evict_amount)

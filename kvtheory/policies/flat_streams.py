@@ -42,15 +42,19 @@ def flat_kernels():
 class NodeStream:
     """The node numbers of a stream of id chunks (the kernel ``dense_ids``: an open-addressing hash table, at most
     half full), and ``state``: ``rows`` int64 arrays per node, zero for a node not met yet, lengthened by
-    :meth:`nodes` to cover every node met so far."""
+    :meth:`nodes` to cover every node met so far. With ``nodes`` given, the ids are node numbers already (1 to
+    ``nodes`` - 1: a trie's, node 0 its root) and are taken as they are, the state made for all of them at once."""
 
-    def __init__(self, rows: int, kernels) -> None:
+    def __init__(self, rows: int, kernels, nodes: int | None = None) -> None:
         self.table = np.zeros((1 << 10, 2), dtype=np.int64)
         self.count = np.zeros(1, dtype=np.int64)
-        self.state = np.zeros((rows, 1 << 9), dtype=np.int64)
+        self.state = np.zeros((rows, 1 << 9 if nodes is None else nodes), dtype=np.int64)
         self._dense_ids = kernels.dense_ids
+        self._numbered = nodes is not None
 
     def nodes(self, ids: np.ndarray) -> np.ndarray:
+        if self._numbered:
+            return ids
         out = np.empty(ids.size, dtype=np.int64)
         self.table = self._dense_ids(ids, self.table, self.count, out)
         needed = int(self.count[0]) + 1
@@ -82,12 +86,15 @@ def serve_chunks(chunks, stream: NodeStream, serve_chunk, query_hits: bool):
     return total, (np.concatenate(kept_hits) if query_hits else None)
 
 
-def stream_run(chunks, budget: int, policy: str, *, refresh: bool = True, query_hits: bool = False, kernels=None):
+def stream_run(
+    chunks, budget: int, policy: str, *, refresh: bool = True, query_hits: bool = False, kernels=None, nodes=None
+):
     """The total hits of the one-token queries whose ids ``chunks`` yields, served at batch size 1 by ``policy``
     ("radix", with ``refresh`` as the policy's ``refresh_on_hit``, or "lfu"), and every query's hits (a new int64
-    array) when ``query_hits``, else None. ``kernels``: :func:`flat_kernels` by default."""
+    array) when ``query_hits``, else None. ``kernels``: :func:`flat_kernels` by default; ``nodes``: as
+    :class:`NodeStream` takes it (here and below)."""
     kernels = kernels or flat_kernels()
-    stream = NodeStream(4 if policy == "lfu" else 3, kernels)
+    stream = NodeStream(4 if policy == "lfu" else 3, kernels, nodes)
     state = np.zeros(2, dtype=np.int64)
     heap = [new_heap()]
 
@@ -101,12 +108,14 @@ def stream_run(chunks, budget: int, policy: str, *, refresh: bool = True, query_
     return serve_chunks(chunks, stream, serve_chunk, query_hits)
 
 
-def stream_sampler(chunks, budget: int, *, marking: bool, seed=None, query_hits: bool = False, kernels=None):
+def stream_sampler(
+    chunks, budget: int, *, marking: bool, seed=None, query_hits: bool = False, kernels=None, nodes=None
+):
     """The total hits of the one-token queries whose ids ``chunks`` yields, served at batch size 1 by RLT
     (``marking``) or random-leaf from ``numpy.random.default_rng(seed)``, and every query's hits (a new int64
     array) when ``query_hits``, else None. ``kernels``: :func:`flat_kernels` by default."""
     kernels = kernels or flat_kernels()
-    stream = NodeStream(6 if marking else 3, kernels)
+    stream = NodeStream(6 if marking else 3, kernels, nodes)
     counters = np.zeros(3, dtype=np.int64)
     rng = np.random.default_rng(seed)  # kept alive: the kernel draws from its state
     bits = bit_source(rng)
@@ -117,12 +126,12 @@ def stream_sampler(chunks, budget: int, *, marking: bool, seed=None, query_hits:
     return serve_chunks(chunks, stream, serve_chunk, query_hits)
 
 
-def stream_authors(chunks, budget: int, *, seed=None, query_hits: bool = False, kernels=None):
+def stream_authors(chunks, budget: int, *, seed=None, query_hits: bool = False, kernels=None, nodes=None):
     """The total hits of the one-token queries whose ids ``chunks`` yields, served at batch size 1 by rlt-authors
     from ``numpy.random.default_rng(seed)``, and every query's hits (a new int64 array) when ``query_hits``,
     else None. ``kernels``: :func:`flat_kernels` by default."""
     kernels = kernels or flat_kernels()
-    stream = NodeStream(2, kernels)
+    stream = NodeStream(2, kernels, nodes)
     counters = np.zeros(4, dtype=np.int64)
     # the Fenwick tree over insertion stamps and its owner array (stamp -> node): any first length will do, the
     # kernel renumbers the stamps into longer ones as the cache grows
