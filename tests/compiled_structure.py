@@ -16,12 +16,12 @@ a broken initial state could send into an endless loop).
   child first, each subtree whole), with parent links, heap-ordered priorities, weights 1 exactly for the
   unmarked ones (no batch locks anything between batches) and subtree sums; the candidates' token total;
   the marked nodes' list, with ``marked_count`` their tokens; free ids dead, and every dead id free;
-- the leaf samplers' core (RLT, random-leaf): the trie's own arrays; ``kept`` per edge, prefix-closed,
-  summing to the cache's size, at most B; ``children`` its cached children; the marks (RLT's stay, each
-  edge listed once; random-leaf has none between batches); the pool, exactly the unmarked cached leaves,
-  each at the slot ``slot`` names (-1 off the pool); at least one phase, no edge seen by a later batch;
-- the LFU core: the trie's arrays; ``kept`` and ``children`` per edge as the samplers'; a binary min-heap
-  in which every cached leaf edge has an entry with its own count and last request; no step ahead.
+- the edge-cache core (LFU-leaf, RLT, random-leaf): the trie's own arrays; ``kept`` per edge, prefix-closed,
+  summing to the cache's size, at most B; ``children`` its cached children; no edge seen by a later batch;
+  the samplers: the marks (RLT's stay, each edge listed once; random-leaf has none between batches); the pool,
+  exactly the unmarked cached leaves, each at the slot ``slot`` names (-1 off the pool); at least one phase;
+  LFU: a binary min-heap in which every cached leaf edge has an entry with its own count and last request, no
+  last request ahead, and no mark or pool entry.
 """
 
 from __future__ import annotations
@@ -30,12 +30,10 @@ import numpy as np
 
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.compiled import authors as A
-from kvtheory.policies.compiled import lfu as L
+from kvtheory.policies.compiled import edge_cache as E
 from kvtheory.policies.compiled import radix_layout as R
-from kvtheory.policies.compiled import sampler as S
 from kvtheory.policies.compiled.authors import CompiledAuthorsRLT
-from kvtheory.policies.compiled.lfu import CompiledLFU
-from kvtheory.policies.compiled.sampler import CompiledLeafSampler
+from kvtheory.policies.compiled.edge_cache import CompiledLeafSampler, CompiledLFU
 from kvtheory.policies.radix_core import CompiledRadix
 
 
@@ -200,36 +198,33 @@ def check_authors(policy: CompiledAuthorsRLT, trie: PrefixTrie, budget: int) -> 
     assert sorted(free) == [x for x in range(1, last + 1) if not nodes[A.N_ALIVE, x]], "free ids"
 
 
-def check_lfu(policy: CompiledLFU, trie: PrefixTrie, budget: int) -> None:
-    state, sc, n = policy._state, policy._scalars, trie.n_nodes
-    assert [policy._parent.tolist(), policy._edge_len.tolist()] == [trie.parent, trie.edge_len]
-    kept = state[L.S_KEPT]
-    _check_edges(trie, kept, state[L.S_CHILDREN], int(sc[L.C_SIZE]), budget)
-    entries = _check_heap(policy._heap, int(sc[L.C_HEAP]))
-    for v in range(1, n):
-        if kept[v] > 0 and state[L.S_CHILDREN, v] == 0:
-            key = (state[L.S_COUNT, v], state[L.S_LAST, v] * (n + 1) + n - v)
-            assert key in entries, f"leaf edge {v} has no heap entry with its count and last request"
-    assert state[L.S_LAST].max() <= sc[L.C_STEP] and state[L.S_ON].max() <= sc[L.C_STEP], "steps"
-
-
-def check_sampler(policy: CompiledLeafSampler, trie: PrefixTrie, budget: int) -> None:
+def check_edge_cache(policy: CompiledLeafSampler | CompiledLFU, trie: PrefixTrie, budget: int) -> None:
     st = policy._state
     assert [st.parent.tolist(), st.edge_len.tolist(), st.ends.tolist()] == [trie.parent, trie.edge_len, trie.end]
     kept, children, n = st.kept, st.children, trie.n_nodes
-    _check_edges(trie, kept, children, int(st.counters[S._SIZE]), budget)
+    _check_edges(trie, kept, children, int(st.counters[E._SIZE]), budget)
+    assert st.seen.max() < st.counters[E._STEP], "no edge seen by a batch not served yet"
+    if isinstance(policy, CompiledLFU):
+        entries = _check_heap(st.heap, int(st.counters[E._HEAP]))
+        for v in range(1, n):
+            if kept[v] > 0 and children[v] == 0:
+                key = (st.count[v], st.last[v] * (n + 1) + n - v)
+                assert key in entries, f"leaf edge {v} has no heap entry with its count and last request"
+        assert st.last.max() <= max(st.counters[E._STEP] - 1, 0), "a last request ahead of the batches served"
+        assert not st.marked.any() and st.counters[E._POOL] == st.counters[E._MARKED] == 0, "LFU marks nothing"
+        return
     for flags, what in ((st.marked, "marked"), (st.listed, "listed")):
         _flag(flags, what)
-    listed = st.marked_list[: st.counters[S._MARKED]].tolist()
+    listed = st.marked_list[: st.counters[E._MARKED]].tolist()
     assert len(set(listed)) == len(listed) and set(listed) == set(np.flatnonzero(st.listed).tolist())
     # RLT keeps its marks between batches, each edge listed once; random-leaf unmarks the batch after it
-    assert st.marked.tolist() == (st.listed.tolist() if policy._marking else [0] * n), "marks"
-    size = int(st.counters[S._POOL])
+    assert st.marked.tolist() == (st.listed.tolist() if policy._rule == E.RLT else [0] * n), "marks"
+    size = int(st.counters[E._POOL])
     pool = st.pool[:size].tolist()
     candidates = [v for v in range(1, n) if kept[v] > 0 and children[v] == 0 and not st.marked[v]]
     assert sorted(pool) == candidates, "the pool is not the unmarked cached leaves"
     assert st.slot.tolist() == [pool.index(v) if v in pool else -1 for v in range(n)], "pool slots"
-    assert st.counters[S._PHASES] >= 1 and st.seen.max() < st.counters[S._STEP], "phases, batches served"
+    assert st.counters[E._PHASES] >= 1, "phases"
 
 
 STRUCTURED = (CompiledRadix, CompiledAuthorsRLT, CompiledLeafSampler, CompiledLFU)
@@ -240,7 +235,7 @@ def check_structure(policy: CompiledRadix | CompiledAuthorsRLT | CompiledLeafSam
     check = {
         CompiledRadix: check_radix,
         CompiledAuthorsRLT: check_authors,
-        CompiledLeafSampler: check_sampler,
-        CompiledLFU: check_lfu,
+        CompiledLeafSampler: check_edge_cache,
+        CompiledLFU: check_edge_cache,
     }
     check[type(policy)](policy, policy.trie, policy.budget)

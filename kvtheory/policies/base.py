@@ -46,7 +46,7 @@ class EvictionPolicy(ABC):
     #: its hits as tokens, instead of running it on the block-level workload as every other policy
     block_engine: ClassVar[bool] = False
     #: the compiled core's object of the rule's family, ``"module:Class"`` with the module under
-    #: :mod:`kvtheory.policies` (``compiled.lfu``, ``radix_core``), which runs only the classes that opt in
+    #: :mod:`kvtheory.policies` (``compiled.edge_cache``, ``radix_core``), which runs only the classes that opt in
     #: themselves with ``compiled_core = True``
     core_class: ClassVar[str] = ""
 

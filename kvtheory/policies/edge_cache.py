@@ -123,7 +123,7 @@ class LeafTokenSampler(EdgeCache):
 
     #: "auto" runs the compiled core from this many tokens in all (kvtheory.policies.dispatch)
     compiled_min_tokens = CORE_MIN_TOKENS
-    core_class = "compiled.sampler:CompiledLeafSampler"
+    core_class = "compiled.edge_cache:CompiledLeafSampler"
 
     def eviction_distribution(self, batch: Sequence[int]) -> dict[int, float]:
         """{edge v: probability} that the first token evicted, were ``batch`` served now and short of room, is

@@ -22,7 +22,7 @@ class LeafLFU(PriorityRule):
 
     name = "lfu"
     compiled_core = True
-    core_class = "compiled.lfu:CompiledLFU"
+    core_class = "compiled.edge_cache:CompiledLFU"
 
     def __init__(self, trie: PrefixTrie, budget: int, **options) -> None:
         super().__init__(trie, budget, **options)

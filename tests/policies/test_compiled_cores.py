@@ -1,6 +1,6 @@
 """The compiled cores on general tries against the per-edge classes they reproduce: the radix core
 (kvtheory/policies/compiled/radix.py) against L-LRU, token-LRU and FIFO-leaf (kvtheory/policies/radix.py),
-the LFU core (kvtheory/policies/compiled/lfu.py) against LFU-leaf. Hit for hit, and cache for cache after
+the LFU core (kvtheory/policies/compiled/edge_cache.py) against LFU-leaf. Hit for hit, and cache for cache after
 every batch, on random prefix tries, batch sizes 1 to 4, both eviction amounts; scripted runs where
 evicting the whole allocation frees more than the shortfall, with their exact hits; and the cluster
 simulation, whose workers are made by ``create``, against the per-edge class."""
@@ -27,7 +27,7 @@ from kvtheory.cluster.cluster import Cluster, Worker
 from kvtheory.cluster.simulation import simulate
 from kvtheory.policies import FifoLeaf, LeafLFU, LeafLRU, TokenLRU, policy_class
 from kvtheory.policies.base import EVICT_AMOUNTS
-from kvtheory.policies.compiled.lfu import CompiledLFU
+from kvtheory.policies.compiled.edge_cache import CompiledLFU
 from kvtheory.policies.radix_core import CompiledRadix
 
 #: the policies with compiled cores and both eviction amounts: every one but vllm, a block engine (vLLM's block

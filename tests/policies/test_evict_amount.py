@@ -17,8 +17,7 @@ from kvtheory.experiments.sweep import run_cell
 from kvtheory.policies import ONLINE_POLICIES, EvictionPolicy, LeafLFU, LeafLRU, RandomizedLeafToken
 from kvtheory.policies.base import check_evict_amount
 from kvtheory.policies.compiled.authors import CompiledAuthorsRLT
-from kvtheory.policies.compiled.lfu import CompiledLFU
-from kvtheory.policies.compiled.sampler import CompiledLeafSampler
+from kvtheory.policies.compiled.edge_cache import CompiledLeafSampler, CompiledLFU
 from kvtheory.policies.edge_cache import _MIN_BLOCK, EdgeCache
 from kvtheory.policies.radix_core import CompiledRadix
 

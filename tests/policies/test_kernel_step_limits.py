@@ -29,21 +29,20 @@ from kvtheory.experiments import fif_stack
 from kvtheory.optimum import compiled_fif, flat_fif_kernels
 from kvtheory.policies.compiled import (
     authors,
+    edge_cache,
     flat_authors,
     flat_sampler,
     flat_stream,
     heap,
-    lfu,
     marking,
     predictive,
     radix,
-    sampler,
     switch,
 )
 from kvtheory.policies.compiled.radix_layout import T_PARENT
 from kvtheory.policies.radix_core import CompiledRadix
 
-KERNEL_MODULES = (radix, authors, heap, flat_stream, lfu, sampler, predictive, marking, compiled_fif, flat_fif_kernels)
+KERNEL_MODULES = (radix, authors, heap, flat_stream, edge_cache, predictive, marking, compiled_fif, flat_fif_kernels)
 KERNEL_MODULES += (switch, flat_sampler, flat_authors, fif_stack)
 
 
@@ -132,9 +131,9 @@ def test_radix_walk_up_a_cyclic_trie_is_an_internal_error():
 
 def test_lfu_walk_up_a_cyclic_trie_is_an_internal_error():
     trie = _nested().trie
-    policy = lfu.CompiledLFU(kvtheory.policy_class("lfu"), trie, 4)
-    _cyclic(policy._parent, trie.end[1])
-    with pytest.raises(RuntimeError, match=r"^internal error: kernel lfu_serve of the compiled LFU core"):
+    policy = edge_cache.CompiledLFU(kvtheory.policy_class("lfu"), trie, 4)
+    _cyclic(policy._state.parent, trie.end[1])
+    with pytest.raises(RuntimeError, match=r"^internal error: kernel run_batches of the compiled edge-cache core"):
         policy.serve([1])
     with pytest.raises(RuntimeError, match=r"^internal error: kernel cached_prefix_of of the compiled cores"):
         policy.cached_prefix(1)
@@ -142,9 +141,9 @@ def test_lfu_walk_up_a_cyclic_trie_is_an_internal_error():
 
 def test_sampler_walk_up_a_cyclic_trie_is_an_internal_error():
     trie = _nested().trie
-    policy = sampler.CompiledLeafSampler(kvtheory.policy_class("rlt"), trie, 4, seed=0, min_block=64)
+    policy = edge_cache.CompiledLeafSampler(kvtheory.policy_class("rlt"), trie, 4, seed=0, min_block=64)
     _cyclic(policy._state.parent, trie.end[0])
-    with pytest.raises(RuntimeError, match=r"^internal error: kernel run_batches of the compiled sampler core"):
+    with pytest.raises(RuntimeError, match=r"^internal error: kernel run_batches of the compiled edge-cache core"):
         policy.serve([0])
     with pytest.raises(RuntimeError, match=r"^internal error: kernel cached_prefix_of of the compiled cores"):
         policy.cached_prefix(0)
@@ -194,8 +193,8 @@ def test_sampler_draw_from_a_stuck_bit_source_is_an_internal_error():
     def stuck(state):
         return 0
 
-    with pytest.raises(RuntimeError, match=r"^internal error: kernel bounded_draw of the compiled sampler core"):
-        sampler.bounded_draw(stuck.ctypes, 0, 3)
+    with pytest.raises(RuntimeError, match=r"^internal error: kernel bounded_draw of the compiled edge-cache core"):
+        edge_cache.bounded_draw(stuck.ctypes, 0, 3)
 
 
 def test_authors_treap_walk_on_a_looping_treap_is_an_internal_error():
@@ -243,9 +242,9 @@ def _mutant_source(module, functions: tuple[str, ...], old: str, new: str) -> st
 MUTANTS = {
     "radix_run_lt": (radix, ("_evict", "radix_serve"), "if whole or run <= tokens:", "if whole or run < tokens:"),
     "lfu_stale_kept": (
-        lfu,
-        ("_evict", "lfu_serve"),
-        "            heap_pop(hp[0], hp[1], sc)\n            continue",
+        edge_cache,
+        ("_lfu_evict", "run_batches"),
+        "            heap_pop(heap[0], heap[1], size)\n            continue",
         "            continue",
     ),
 }
@@ -260,7 +259,7 @@ DRIVER = textwrap.dedent(
 
     import radix_run_lt
     import lfu_stale_kept
-    from kvtheory.policies.compiled.lfu import CompiledLFU
+    from kvtheory.policies.compiled.edge_cache import CompiledLFU
 
     def report(run):
         try:
@@ -281,8 +280,8 @@ DRIVER = textwrap.dedent(
         trie = Workload.from_token_lists([[1], [1], [2]]).trie
         p = CompiledLFU(kvtheory.policy_class("lfu"), trie, 1)
         ends = np.asarray(trie.end, dtype=np.int64)
-        lfu_stale_kept.lfu_serve(p._parent, p._edge_len, p._state, p._heap, p._scalars, p._touched, ends, 1,
-                                 np.zeros(ends.size, dtype=np.int64))
+        lfu_stale_kept.run_batches(ends, 1, np.zeros(ends.size, dtype=np.int64), *p._state.arrays(), 1, *p._bits,
+                                   lfu_stale_kept.LFU, False, 1)
 
     report(radix_mutant)
     report(lfu_mutant)
@@ -321,6 +320,6 @@ def test_endless_loop_mutants_end_in_an_internal_error():
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "internal error: kernel cut_tail of the compiled radix core exceeded its step limit of one step per trie node",
-        "internal error: kernel _evict of the compiled LFU core exceeded its step limit of heap entries + tokens + 1 "
-        "rounds",
+        "internal error: kernel _lfu_evict of the compiled edge-cache core exceeded its step limit of heap entries + "
+        "tokens + 1 rounds",
     ]

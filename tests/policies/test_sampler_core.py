@@ -1,4 +1,4 @@
-"""The compiled RLT / random-leaf core (kvtheory/policies/compiled/sampler.py) against the per-edge classes
+"""The compiled RLT / random-leaf core (kvtheory/policies/compiled/edge_cache.py) against the per-edge classes
 (kvtheory/policies/edge_cache.py), hit for hit and draw for draw, on random tries, batch sizes 1 to 4,
 several seeds, both eviction amounts: its whole run (``run_compiled``) and its object served batch by
 batch (``create``, the cluster's workers). Then the eviction amounts on scripted instances: allocation
@@ -14,7 +14,7 @@ from strategies import BATCHED_BOUNDARIES, UNBATCHED_BOUNDARIES, boundary_exampl
 from kvtheory import InputError, Workload
 from kvtheory.model.batches import batches
 from kvtheory.policies import RandomizedLeafToken, RandomLeaf, dispatch, policy_class
-from kvtheory.policies.compiled.sampler import CompiledLeafSampler
+from kvtheory.policies.compiled.edge_cache import CompiledLeafSampler
 from kvtheory.policies.edge_cache import LeafTokenSampler
 from kvtheory.simulate import drive, run_policy
 

@@ -2,7 +2,7 @@
 
 It does what :class:`~kvtheory.policies.rlt_authors.AuthorsRLT` does, step for step and draw for draw
 from the same ``numpy.random.Generator`` (one ``integers(n)`` per evicted token, drawn as numpy does:
-:func:`~kvtheory.policies.compiled.sampler.bounded_draw`), so the two give the same hits, cache, marks and
+:func:`~kvtheory.policies.compiled.edge_cache.bounded_draw`), so the two give the same hits, cache, marks and
 phase counts (tests/policies/test_authors_core.py compares them):
 
 - The dynamic radix tree is the radix kernel's (:mod:`kvtheory.policies.compiled.radix`: int64 rows of
@@ -40,6 +40,7 @@ from numba import njit
 
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import KernelServed
+from kvtheory.policies.compiled.edge_cache import bounded_draw
 from kvtheory.policies.compiled.radix import (
     attach_leaf,
     cached_prefix_of,
@@ -70,7 +71,6 @@ from kvtheory.policies.compiled.radix_layout import (
     TREE_ROWS,
     trie_arrays,
 )
-from kvtheory.policies.compiled.sampler import bounded_draw
 from kvtheory.policies.native import bit_source
 
 #: the step-limit errors of the kernels below (constants: numba raises them without building a string)

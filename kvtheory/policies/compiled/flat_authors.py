@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from kvtheory.policies.compiled.sampler import bounded_draw
+from kvtheory.policies.compiled.edge_cache import bounded_draw
 
 # indices into ``counters``: cached tokens, marked_count, stamps used, candidates
 _SIZE, _MARKED_COUNT, _STAMPS, _CANDIDATES = range(4)

@@ -1,5 +1,5 @@
 """RLT and random-leaf streamed over a flat trace at batch size 1, in O(distinct objects) memory, draw for draw
-as the compiled sampler core (:func:`~kvtheory.policies.compiled.sampler.run_batches`) on the whole trie.
+as the compiled sampler core (:func:`~kvtheory.policies.compiled.edge_cache.run_batches`) on the whole trie.
 
 On a flat trie every radix edge is one token and a leaf under the root, so at batch size 1 that core's step
 for query v (its node) reduces to: the hit is ``kept[v]`` (0 or 1); v is marked and leaves the candidate
@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from kvtheory.policies.compiled.sampler import bounded_draw
+from kvtheory.policies.compiled.edge_cache import bounded_draw
 
 # indices into ``counters``: cached tokens, pool size, marked-list length
 _SIZE, _POOL, _MARKED = 0, 1, 2

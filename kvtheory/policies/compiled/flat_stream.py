@@ -11,7 +11,7 @@ a linked list and LFU (and FIF, :mod:`kvtheory.optimum.flat_fif`) in an indexed 
 node: O(distinct objects) in all, never O(requests).
 
 The kernels give the hits of the general radix and LFU cores (:mod:`kvtheory.policies.compiled.radix`,
-:mod:`kvtheory.policies.compiled.lfu`) on the same queries at batch size 1, hit for hit
+:mod:`kvtheory.policies.compiled.edge_cache`) on the same queries at batch size 1, hit for hit
 (tests/policies/test_flat_stream.py); a whole trie of one-token queries takes them too, its nodes as the ids
 of one chunk (:func:`kvtheory.policies.dispatch.compiled_hits`). Node numbers differ from the trie's (first
 appearance, not sorted ids), which changes no decision: the radix core orders leaves by (stamp, creation id)

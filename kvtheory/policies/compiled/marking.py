@@ -10,7 +10,7 @@ paths filled; the keys stored.
 
 Per trie node it keeps the candidates C (unmarked cached leaves) and the off-path leaves L (cached leaves off the
 batch's paths), each as flags and a Fenwick tree for the uniform draws (one ``integers(0, m)`` over the m edges of
-the pool in ascending order: :func:`~kvtheory.policies.compiled.sampler.bounded_draw`, none when m = 1, as numpy
+the pool in ascending order: :func:`~kvtheory.policies.compiled.edge_cache.bounded_draw`, none when m = 1, as numpy
 draws none), and an indexed max-heap of L (guard) or C (lnonmarker) ranked by (unguarded, key, depth of the leaf
 token, edge) (every edge is unguarded for lnonmarker). Per token it keeps the phase in which it was last evicted
 (with lnonmarker's attached staleness) and the phase in which guard guarded it: a new phase forgets both by
@@ -37,9 +37,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from kvtheory.policies.compiled.edge_cache import bounded_draw
 from kvtheory.policies.compiled.predictive import ToldKernel, _fenwick_add, _fenwick_select, batch_keys, water_level
 from kvtheory.policies.compiled.radix import cached_prefix_of
-from kvtheory.policies.compiled.sampler import bounded_draw
 from kvtheory.policies.native import bit_source
 
 GUARD, LNONMARKER = 0, 1

@@ -11,7 +11,7 @@ A cause at position p of edge v continues the chain of the token evicted there i
 chain of length L <= H_k evicts the last token of the candidate of the largest (key, depth of its leaf token,
 edge): the top of an indexed max-heap of the candidates. A longer one draws
 ``integers(0, n)`` over the n candidates in ascending edge order (Lemire's rejection on the bit generator's
-32-bit output, :func:`~kvtheory.policies.compiled.sampler.bounded_draw`) and finds the drawn one in a Fenwick
+32-bit output, :func:`~kvtheory.policies.compiled.edge_cache.bounded_draw`) and finds the drawn one in a Fenwick
 tree of the candidates. Each eviction costs O(log n), n the trie's nodes: no scan of the candidates, which
 is what the per-edge engine pays when many of them share a key and their tokens go round-robin. A run of causes
 that start chains (length 1 <= H_k) is served at once (:func:`_furthest_run`): its steps take the last tokens
@@ -31,8 +31,8 @@ from kvtheory.errors import InputError
 from kvtheory.model.batches import batches
 from kvtheory.model.predictions import Requests
 from kvtheory.policies.base import KernelServed
+from kvtheory.policies.compiled.edge_cache import bounded_draw
 from kvtheory.policies.compiled.radix import cached_prefix_of
-from kvtheory.policies.compiled.sampler import bounded_draw
 from kvtheory.policies.native import bit_source
 from kvtheory.policies.predictive_marker import harmonic
 

@@ -2,7 +2,7 @@
 
 It serves batches as the per-edge class does, the same hits and the same draws from the same seed. Per batch:
 each query's hits against the cache before the batch; blind-oracle served on its own cache (below); RLT served on
-its own through the sampler core's :func:`~kvtheory.policies.compiled.sampler.run_batches` (the per-edge class's
+its own through the sampler core's :func:`~kvtheory.policies.compiled.edge_cache.run_batches` (the per-edge class's
 draws, from ``numpy.random.default_rng(seed)``); each one's misses added up (the batch's tokens, query by query,
 less its hits); with ``missing`` uncached tokens overflowing B by ``overflow`` > 0, the lazy eviction below; the
 paths filled; a switch after a batch where the followed one's misses exceed FACTOR times the other's.
@@ -39,9 +39,9 @@ from numba import njit
 
 from kvtheory.errors import InputError
 from kvtheory.policies.bo_rlt_switch import FACTOR
+from kvtheory.policies.compiled.edge_cache import RLT, EdgeState, run_batches
 from kvtheory.policies.compiled.predictive import ToldKernel, batch_keys
 from kvtheory.policies.compiled.radix import cached_prefix_of
-from kvtheory.policies.compiled.sampler import SamplerState, run_batches
 from kvtheory.policies.edge_cache import _MIN_BLOCK
 from kvtheory.policies.native import bit_source
 
@@ -427,7 +427,7 @@ def serve_batches(ends, batch, hits, trie, told_by, oracle, sampler, cache, coun
         )
         _serve_blind_oracle(edges, batch_edges, on_path, step, trie, told_by, oracle, budget, allocation, counters)
         run_batches(
-            ends[start:stop], stop - start, rlt_hits[: stop - start], *sampler, budget, next_uint32, rng_state, True,
+            ends[start:stop], stop - start, rlt_hits[: stop - start], *sampler, budget, next_uint32, rng_state, RLT,
             allocation, min_block,
         )  # fmt: skip
         counters[_BO_MISSES] += tokens - bo_hits
@@ -513,7 +513,7 @@ class CompiledSwitch(_BlindOracleBooks):
     def __init__(self, policy: type, trie, budget: int, *, seed=None, evict_amount="shortfall", predictions=None):
         super().__init__(policy, trie, budget, seed=seed, evict_amount=evict_amount, predictions=predictions)
         n = trie.n_nodes
-        self._sampler = SamplerState(trie).arrays()
+        self._sampler = EdgeState(trie).arrays()
         self._cache = (
             np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.uint8),  # kept, on the batch's paths
             np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),  # the batch's edges, the outside edges
