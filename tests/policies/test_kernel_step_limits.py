@@ -31,7 +31,6 @@ from kvtheory.policies.compiled import (
     authors,
     edge_cache,
     flat_authors,
-    flat_sampler,
     flat_stream,
     heap,
     marking,
@@ -43,7 +42,7 @@ from kvtheory.policies.compiled.radix_layout import T_PARENT
 from kvtheory.policies.radix_core import CompiledRadix
 
 KERNEL_MODULES = (radix, authors, heap, flat_stream, edge_cache, predictive, marking, compiled_fif, flat_fif_kernels)
-KERNEL_MODULES += (switch, flat_sampler, flat_authors, fif_stack)
+KERNEL_MODULES += (switch, flat_authors, fif_stack)
 
 
 def _nested():

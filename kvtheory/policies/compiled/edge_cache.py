@@ -18,7 +18,11 @@ The cache is ``kept[v]`` tokens per radix edge v with ``children[v]`` cached chi
 
 Paths are walked through the trie's parent array; all state is int64 / uint8 numpy arrays indexed by trie node
 (:class:`EdgeState`), and LFU's heap: O(edges + requests) memory. Its objects: :class:`CompiledLFU`,
-:class:`CompiledLeafSampler`.
+:class:`CompiledLeafSampler`. A flat trace streamed chunk by chunk (:func:`~kvtheory.policies.flat_streams.
+stream_sampler`) runs the same kernel on a state that grows with the objects met (:meth:`EdgeState.grow`), its
+nodes numbered in order of first appearance and ``order[v]`` their object ids: the one order the kernel reads
+besides the batch's own edges (a new phase's), so the draws are the whole trie's, whose nodes are numbered in
+ascending id.
 """
 
 from __future__ import annotations
@@ -28,6 +32,18 @@ from numba import njit
 
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import KernelServed, kept_of_array
+from kvtheory.policies.compiled.edge_layout import (
+    _HEAP,
+    _MARKED,
+    _PHASES,
+    _POOL,
+    _SIZE,
+    _STEP,
+    LFU,
+    RANDOM_LEAF,
+    RLT,
+    EdgeState,
+)
 from kvtheory.policies.compiled.heap import grow_columns, heap_pop, heap_push
 from kvtheory.policies.compiled.radix import cached_prefix_of
 from kvtheory.policies.edge_cache import _MIN_BLOCK
@@ -40,50 +56,11 @@ _RUN_BATCHES_LIMIT = "internal error: kernel run_batches" + _CORE + "one step pe
 _SAMPLE_LIMIT = "internal error: kernel _sample_evict" + _CORE + "tokens + marked edges + 1 rounds"
 _LFU_EVICT_LIMIT = "internal error: kernel _lfu_evict" + _CORE + "heap entries + tokens + 1 rounds"
 _NOTHING_TO_EVICT = "nothing left to evict: the batch footprint exceeds the budget"
-
-#: the rules :func:`run_batches` interprets
-RANDOM_LEAF, RLT, LFU = 0, 1, 2
-# indices into the int64 ``counters`` array of an edge cache's state
-_SIZE, _POOL, _MARKED, _STEP, _PHASES, _HEAP = range(6)
 #: the step limit of one bounded draw's rejection loop (see :func:`bounded_draw`)
 DRAW_ROUNDS = 256
 
 
-class EdgeState:
-    """The arrays of one run over ``trie``: the trie (``parent``, ``edge_len``, ``ends``), the cache (``kept``,
-    ``children``), marks (``marked``; RLT's list of marked edges ``marked_list``/``listed``), the candidate pool
-    (``pool``, ``slot``), ``seen[v]`` (the last batch whose paths hold v), scratch space (the batch's edges, draws
-    per edge, edges drawn), ``counters`` = [cached tokens, pool size, marked-list length, batches served, phases,
-    heap entries], and LFU's ``count``, ``last`` and ``heap``."""
-
-    def __init__(self, trie: PrefixTrie) -> None:
-        n = trie.n_nodes
-        self.parent = np.asarray(trie.parent, dtype=np.int64)
-        self.edge_len = np.asarray(trie.edge_len, dtype=np.int64)
-        self.ends = np.asarray(trie.end, dtype=np.int64)
-        self.kept = np.zeros(n, dtype=np.int64)
-        self.children = np.zeros(n, dtype=np.int64)
-        self.marked = np.zeros(n, dtype=np.uint8)
-        self.listed = np.zeros(n, dtype=np.uint8)
-        self.marked_list = np.empty(n, dtype=np.int64)
-        self.pool = np.zeros(n, dtype=np.int64)
-        self.slot = np.full(n, -1, dtype=np.int64)
-        self.seen = np.full(n, -1, dtype=np.int64)
-        self.scratch = np.zeros(3 * n, dtype=np.int64)
-        self.counters = np.zeros(6, dtype=np.int64)
-        self.counters[_PHASES] = 1
-        self.count = np.zeros(n, dtype=np.int64)
-        self.last = np.zeros(n, dtype=np.int64)
-        self.heap = np.zeros((2, 64), dtype=np.int64)
-
-    def arrays(self) -> tuple:
-        return (
-            self.parent, self.edge_len, self.kept, self.children, self.marked, self.listed, self.marked_list,
-            self.pool, self.slot, self.seen, self.scratch, self.counters, self.count, self.last, self.heap,
-        )  # fmt: skip
-
-
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _join_pool(pool, slot, pool_size, v):
     """v joins the candidate pool at its end (if not in it)."""
     if slot[v] < 0:
@@ -92,7 +69,7 @@ def _join_pool(pool, slot, pool_size, v):
         pool_size[0] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _leave_pool(pool, slot, pool_size, v):
     """v leaves the pool (if in it): the last candidate takes its slot, as the per-edge class does."""
     s = slot[v]
@@ -128,9 +105,9 @@ def bounded_draw(next_uint32, state, m):
 
 
 @njit(cache=True)
-def _new_phase(step, kept, children, marked, listed, marked_list, pool, slot, seen, counters):
+def _new_phase(step, kept, children, marked, listed, marked_list, pool, slot, seen, counters, order):
     """RLT with no candidate left: unmark every marked edge off the batch (``seen[v] != step``), in ascending
-    ids, and let the cached childless ones join the pool. Return False when none was marked (no phase)."""
+    ``order``, and let the cached childless ones join the pool. Return False when none was marked (no phase)."""
     n_marked = counters[_MARKED]
     survivors = 0
     for i in range(n_marked):
@@ -150,7 +127,7 @@ def _new_phase(step, kept, children, marked, listed, marked_list, pool, slot, se
             c += 1
     counters[_MARKED] = kept_marks
     counters[_PHASES] += 1
-    cleared.sort()
+    cleared = cleared[np.argsort(order[cleared])]  # distinct keys: any sort gives this order
     pool_size = counters[_POOL : _POOL + 1]
     for v in cleared:
         listed[v] = 0
@@ -160,18 +137,15 @@ def _new_phase(step, kept, children, marked, listed, marked_list, pool, slot, se
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # called per eviction: no call overhead
 def _sample_evict(
-    tokens, overflow, step, parent, kept, children, marked, listed, marked_list, pool, slot, seen, scratch, counters,
+    tokens, overflow, step, parent, kept, children, marked, listed, marked_list, pool, slot, seen, counters, order,
     next_uint32, rng_state, marking, min_block,
 ):  # fmt: skip
     """The samplers' eviction of ``tokens`` leaf tokens, stopping early only when nothing is left to evict (an
     error before ``overflow``): blocks of uniform draws over the pool, each block cut just after the first draw
     that empties an edge (the rest of it drawn but not applied), an empty pool starting a new phase (``marking``,
     RLT) or ending what can be evicted."""
-    n_nodes = kept.size
-    drawn = scratch[n_nodes : 2 * n_nodes]
-    touched = scratch[2 * n_nodes :]
     pool_size = counters[_POOL : _POOL + 1]
     freed = 0
     # each round frees at least one token (a block takes at least one draw), starts a phase that unmarks at least
@@ -182,7 +156,9 @@ def _sample_evict(
             raise RuntimeError(_SAMPLE_LIMIT)
         rounds_left -= 1
         if pool_size[0] == 0:
-            if marking and _new_phase(step, kept, children, marked, listed, marked_list, pool, slot, seen, counters):
+            if marking and _new_phase(
+                step, kept, children, marked, listed, marked_list, pool, slot, seen, counters, order
+            ):
                 continue
             if freed >= overflow:
                 break
@@ -196,24 +172,17 @@ def _sample_evict(
                 if 2 * m * smallest <= min_block:
                     break
             block = min(tokens, max(2 * m * smallest, min_block))
-        taken, n_touched, emptied = 0, 0, -1
-        while taken < block:  # a draw per round: at most ``block`` rounds
+        taken, emptied = 0, -1
+        while taken < block:  # a draw per round, applied at once: at most ``block`` rounds
             taken += 1
             v = pool[0] if m == 1 else pool[bounded_draw(next_uint32, rng_state, m)]
-            if drawn[v] == 0:
-                touched[n_touched] = v
-                n_touched += 1
-            drawn[v] += 1
-            if drawn[v] == kept[v]:
+            kept[v] -= 1
+            if kept[v] == 0:
                 emptied = v
                 break
         if m > 1:  # the rest of the block is drawn (the stream moves past it) but not applied
             for _ in range(block - taken):
                 bounded_draw(next_uint32, rng_state, m)
-        for i in range(n_touched):
-            v = touched[i]
-            kept[v] -= drawn[v]
-            drawn[v] = 0
         if emptied >= 0:  # it leaves the pool, and its parent may become a candidate
             _leave_pool(pool, slot, pool_size, emptied)
             p = parent[emptied]
@@ -272,8 +241,8 @@ def _lfu_evict(tokens, need, step, parent, kept, children, seen, counters, count
 
 @njit(cache=True)
 def run_batches(
-    ends, batch, hits, parent, edge_len, kept, children, marked, listed, marked_list, pool, slot, seen, scratch,
-    counters, count, last, heap, budget, next_uint32, rng_state, rule, allocation, min_block,
+    ends, batch, hits, parent, edge_len, kept, children, marked, listed, marked_list, pool, slot, seen, on,
+    counters, count, last, heap, order, budget, next_uint32, rng_state, rule, allocation, min_block,
 ):  # fmt: skip
     """Serve the queries ending at trie nodes ``ends`` in consecutive batches of ``batch`` (the last may be
     shorter) under ``rule`` (:data:`LFU`, :data:`RLT` or :data:`RANDOM_LEAF`), writing each query's hits into
@@ -286,7 +255,6 @@ def run_batches(
     evict, an error before ``overflow``). Then the batch's paths are filled; LFU pushes the batch's childless
     edges with their new keys, and random-leaf unmarks the batch's edges again in ascending ids."""
     n_nodes = kept.size
-    on = scratch[:n_nodes]
     pool_size = counters[_POOL : _POOL + 1]
     lfu, marking = rule == LFU, rule == RLT
     for start in range(0, ends.size, batch):
@@ -313,7 +281,7 @@ def run_batches(
                 v = parent[v]
             hits[i] = h
         missing = 0
-        if not lfu:
+        if not lfu and n_on > 1:
             on[:n_on].sort()
         for i in range(n_on):
             v = on[i]
@@ -333,7 +301,7 @@ def run_batches(
             else:
                 _sample_evict(
                     tokens, overflow, step, parent, kept, children, marked, listed, marked_list, pool, slot, seen,
-                    scratch, counters, next_uint32, rng_state, marking, min_block,
+                    counters, order, next_uint32, rng_state, marking, min_block,
                 )  # fmt: skip
         for i in range(n_on):
             v = on[i]
