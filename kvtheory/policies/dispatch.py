@@ -92,7 +92,7 @@ def flat_stream(workload, batch: int):
 def _stream_kind(cls) -> str | None:
     """Which streamed core reproduces ``cls``'s compiled run on a flat trace at batch size 1: "radix" for a radix
     policy (L-LRU, token-LRU, FIFO-leaf: one-token edges are whole leaves), "lfu" for LFU-leaf, "sampler" for
-    RLT and random-leaf (their compiled core's kernel, streamed), "authors" for rlt-authors
+    RLT and random-leaf (:mod:`kvtheory.policies.compiled.flat_sampler`), "authors" for rlt-authors
     (:mod:`kvtheory.policies.compiled.flat_authors`), provided the class itself opted in to
     its compiled core and keeps its family's ``run_compiled`` and ``core_class``; else None."""
     from kvtheory.policies.edge_cache import LeafTokenSampler

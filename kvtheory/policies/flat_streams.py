@@ -3,9 +3,8 @@
 A flat trace (an oracleGeneral file, :class:`~kvtheory.model.traces.flat.OracleGeneralColumns`) is served at
 batch size 1 without ever holding a per-request array of the whole trace: each chunk of object ids becomes node
 numbers (node i is the i-th distinct object met: :class:`NodeStream`), and a kernel whose state persists between
-chunks serves the chunk (:mod:`kvtheory.policies.compiled.flat_stream` for the radix family and LFU-leaf, the
-general kernel of :mod:`~kvtheory.policies.compiled.edge_cache` for RLT and random-leaf, ``flat_authors`` for
-rlt-authors; FIF's driver is
+chunks serves the chunk (:mod:`kvtheory.policies.compiled.flat_stream` for the radix family and LFU-leaf,
+``flat_sampler`` for RLT and random-leaf, ``flat_authors`` for rlt-authors; FIF's driver is
 :mod:`kvtheory.optimum.flat_fif`). This module loads no numba: the kernels come from :func:`flat_kernels`, the
 extension compiled ahead of time when it is current (:mod:`kvtheory.policies.native`), else numba's.
 """
@@ -24,13 +23,13 @@ _FIRST_STAMPS = 1 << 10
 
 def jit_kernels() -> SimpleNamespace:
     """The kernels a streamed run of an online policy calls, as numba compiles them just in time (loads numba)."""
-    from kvtheory.policies.compiled import edge_cache, flat_authors, flat_stream
+    from kvtheory.policies.compiled import flat_authors, flat_sampler, flat_stream
 
     return SimpleNamespace(
         dense_ids=flat_stream.dense_ids,
         radix_chunk=flat_stream.radix_chunk,
         lfu_chunk=flat_stream.lfu_chunk,
-        run_batches=edge_cache.run_batches,
+        sampler_chunk=flat_sampler.sampler_chunk,
         authors_chunk=flat_authors.authors_chunk,
     )
 
@@ -114,23 +113,15 @@ def stream_sampler(
 ):
     """The total hits of the one-token queries whose ids ``chunks`` yields, served at batch size 1 by RLT
     (``marking``) or random-leaf from ``numpy.random.default_rng(seed)``, and every query's hits (a new int64
-    array) when ``query_hits``, else None: the compiled core's kernel on a growing flat state
-    (:class:`~kvtheory.policies.compiled.edge_cache.EdgeState`), a new phase ordered by object id, so the same
-    draws as the core on the whole trie. ``kernels``: :func:`flat_kernels` by default."""
-    from kvtheory.policies.compiled.edge_layout import RANDOM_LEAF, RLT, EdgeState
-
+    array) when ``query_hits``, else None. ``kernels``: :func:`flat_kernels` by default."""
     kernels = kernels or flat_kernels()
-    stream = NodeStream(0, kernels, nodes)
-    state = EdgeState(nodes=nodes or 1 << 9)
+    stream = NodeStream(6 if marking else 3, kernels, nodes)
+    counters = np.zeros(3, dtype=np.int64)
     rng = np.random.default_rng(seed)  # kept alive: the kernel draws from its state
     bits = bit_source(rng)
-    rule = RLT if marking else RANDOM_LEAF
 
     def serve_chunk(ids, nodes, hits):
-        state.grow(int(stream.count[0]) + 1)
-        state.order[nodes] = ids
-        # one token evicted per miss at batch size 1: any block size (here 1) draws once
-        state.heap = kernels.run_batches(nodes, 1, hits, *state.arrays(), budget, *bits, rule, False, 1)
+        kernels.sampler_chunk(ids, nodes, hits, budget, marking, counters, stream.state, *bits)
 
     return serve_chunks(chunks, stream, serve_chunk, query_hits)
 

@@ -10,9 +10,8 @@ and the whole-trie cores of the radix family, FIF and the one-pass miss-ratio cu
 takes the extension when it is there and was built from the sources as they are now (:func:`ahead_of_time`: a
 digest of every kernel source file, written beside it at build time, must match); otherwise, after an edit of a
 kernel or in an installed wheel, it takes numba's kernels (:func:`kernels`), with the same results. Which one is a
-fact of the installation, never of what the process has imported. The whole-trie objects of LFU-leaf and the
-samplers (whose kernel the extension holds for the streams), rlt-authors and the policies with predictions stay
-just-in-time: their runs are long enough to repay numba's load.
+fact of the installation, never of what the process has imported. The general cores of LFU-leaf, the samplers,
+rlt-authors and the policies with predictions stay just-in-time: their runs are long enough to repay numba's load.
 
 A kernel that draws takes the bit generator's ``next_uint32`` C function and state address (:func:`bit_source`);
 in the extension, the function is unboxed by :func:`function_address`, so that calling it loads no numba.
@@ -54,10 +53,9 @@ EXPORTS = {
         f"{_FLAT}:lfu_chunk",
         "i8[:, ::1](i8[::1], i8[::1], i8, i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[:, ::1])",
     ),
-    "run_batches": (
-        "kvtheory.policies.compiled.edge_cache:run_batches",
-        "i8[:, ::1](i8[::1], i8, i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], u1[::1], u1[::1], i8[::1], i8[::1],"
-        " i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[:, ::1], i8[::1], i8, draw, i8, i8, b1, i8)",
+    "sampler_chunk": (
+        "kvtheory.policies.compiled.flat_sampler:sampler_chunk",
+        "void(i8[::1], i8[::1], i8[::1], i8, b1, i8[::1], i8[:, ::1], draw, i8)",
     ),
     "authors_chunk": (
         "kvtheory.policies.compiled.flat_authors:authors_chunk",

@@ -1,7 +1,6 @@
-"""RLT and random-leaf streamed over flat traces (kvtheory.policies.flat_streams.stream_sampler: the compiled core's
-kernel on a growing flat state) against the compiled core on the whole trie, hit for hit from the same seed: random
-oracleGeneral files read in small chunks (so that the per-node state and the id table grow mid-run), ids in an order
-unlike their first appearance
+"""RLT and random-leaf streamed over flat traces (kvtheory.policies.compiled.flat_sampler) against the compiled
+sampler core on the whole trie, hit for hit from the same seed: random oracleGeneral files read in small chunks
+(so that the per-node state and the id table grow mid-run), ids in an order unlike their first appearance
 (negative and extreme ones too), several seeds; and run_policy streams them through the dispatcher."""
 
 import numpy as np

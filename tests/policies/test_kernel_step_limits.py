@@ -31,6 +31,7 @@ from kvtheory.policies.compiled import (
     authors,
     edge_cache,
     flat_authors,
+    flat_sampler,
     flat_stream,
     heap,
     marking,
@@ -42,7 +43,7 @@ from kvtheory.policies.compiled.radix_layout import T_PARENT
 from kvtheory.policies.radix_core import CompiledRadix
 
 KERNEL_MODULES = (radix, authors, heap, flat_stream, edge_cache, predictive, marking, compiled_fif, flat_fif_kernels)
-KERNEL_MODULES += (switch, flat_authors, fif_stack)
+KERNEL_MODULES += (switch, flat_sampler, flat_authors, fif_stack)
 
 
 def _nested():
@@ -243,7 +244,7 @@ MUTANTS = {
     "lfu_stale_kept": (
         edge_cache,
         ("_lfu_evict", "run_batches"),
-        "            heap_pop(heap[0], heap[1], size)\n            continue",
+        "            heap_pop(heap[0], heap[1], counters)\n            continue",
         "            continue",
     ),
 }

@@ -18,11 +18,7 @@ The cache is ``kept[v]`` tokens per radix edge v with ``children[v]`` cached chi
 
 Paths are walked through the trie's parent array; all state is int64 / uint8 numpy arrays indexed by trie node
 (:class:`EdgeState`), and LFU's heap: O(edges + requests) memory. Its objects: :class:`CompiledLFU`,
-:class:`CompiledLeafSampler`. A flat trace streamed chunk by chunk (:func:`~kvtheory.policies.flat_streams.
-stream_sampler`) runs the same kernel on a state that grows with the objects met (:meth:`EdgeState.grow`), its
-nodes numbered in order of first appearance and ``order[v]`` their object ids: the one order the kernel reads
-besides the batch's own edges (a new phase's), so the draws are the whole trie's, whose nodes are numbered in
-ascending id.
+:class:`CompiledLeafSampler`.
 """
 
 from __future__ import annotations
@@ -32,18 +28,6 @@ from numba import njit
 
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import KernelServed, kept_of_array
-from kvtheory.policies.compiled.edge_layout import (
-    _HEAP,
-    _MARKED,
-    _PHASES,
-    _POOL,
-    _SIZE,
-    _STEP,
-    LFU,
-    RANDOM_LEAF,
-    RLT,
-    EdgeState,
-)
 from kvtheory.policies.compiled.heap import grow_columns, heap_pop, heap_push
 from kvtheory.policies.compiled.radix import cached_prefix_of
 from kvtheory.policies.edge_cache import _MIN_BLOCK
@@ -56,8 +40,42 @@ _RUN_BATCHES_LIMIT = "internal error: kernel run_batches" + _CORE + "one step pe
 _SAMPLE_LIMIT = "internal error: kernel _sample_evict" + _CORE + "tokens + marked edges + 1 rounds"
 _LFU_EVICT_LIMIT = "internal error: kernel _lfu_evict" + _CORE + "heap entries + tokens + 1 rounds"
 _NOTHING_TO_EVICT = "nothing left to evict: the batch footprint exceeds the budget"
+#: the rules :func:`run_batches` interprets
+RANDOM_LEAF, RLT, LFU = 0, 1, 2
+# indices into the int64 ``counters`` array of an edge cache's state (the heap's size first: heap_push and
+# heap_pop read it in cell 0)
+_HEAP, _SIZE, _POOL, _MARKED, _STEP, _PHASES = range(6)
 #: the step limit of one bounded draw's rejection loop (see :func:`bounded_draw`)
 DRAW_ROUNDS = 256
+
+
+class EdgeState:
+    """The arrays of one run over ``trie``: the trie (``parent``, ``edge_len``, ``ends``), the cache (``kept``,
+    ``children``), marks (``marked``; RLT's list of marked edges ``marked_list``/``listed``), the candidate pool
+    (``pool``, ``slot``), ``seen[v]`` (the last batch whose paths hold v), ``on`` (scratch space for the batch's
+    edges), ``counters`` = [heap entries, cached tokens, pool size, marked-list length, batches served, phases],
+    and LFU's ``count``, ``last`` and ``heap``."""
+
+    def __init__(self, trie: PrefixTrie) -> None:
+        n = trie.n_nodes
+        self.parent = np.asarray(trie.parent, dtype=np.int64)
+        self.edge_len = np.asarray(trie.edge_len, dtype=np.int64)
+        self.ends = np.asarray(trie.end, dtype=np.int64)
+        self.kept, self.children, self.marked_list, self.pool, self.on, self.count, self.last = np.zeros(
+            (7, n), np.int64
+        )
+        self.marked, self.listed = np.zeros((2, n), dtype=np.uint8)
+        self.slot, self.seen = np.full((2, n), -1, dtype=np.int64)
+        self.counters = np.zeros(6, dtype=np.int64)
+        self.counters[_PHASES] = 1
+        self.heap = np.zeros((2, 64), dtype=np.int64)
+
+    def arrays(self) -> tuple:
+        """The arguments of :func:`run_batches` after the queries, in its order."""
+        return (
+            self.parent, self.edge_len, self.kept, self.children, self.marked, self.listed, self.marked_list,
+            self.pool, self.slot, self.seen, self.on, self.counters, self.count, self.last, self.heap,
+        )  # fmt: skip
 
 
 @njit(cache=True, inline="always")
@@ -105,9 +123,9 @@ def bounded_draw(next_uint32, state, m):
 
 
 @njit(cache=True)
-def _new_phase(step, kept, children, marked, listed, marked_list, pool, slot, seen, counters, order):
+def _new_phase(step, kept, children, marked, listed, marked_list, pool, slot, seen, counters):
     """RLT with no candidate left: unmark every marked edge off the batch (``seen[v] != step``), in ascending
-    ``order``, and let the cached childless ones join the pool. Return False when none was marked (no phase)."""
+    ids, and let the cached childless ones join the pool. Return False when none was marked (no phase)."""
     n_marked = counters[_MARKED]
     survivors = 0
     for i in range(n_marked):
@@ -127,7 +145,7 @@ def _new_phase(step, kept, children, marked, listed, marked_list, pool, slot, se
             c += 1
     counters[_MARKED] = kept_marks
     counters[_PHASES] += 1
-    cleared = cleared[np.argsort(order[cleared])]  # distinct keys: any sort gives this order
+    cleared.sort()
     pool_size = counters[_POOL : _POOL + 1]
     for v in cleared:
         listed[v] = 0
@@ -139,7 +157,7 @@ def _new_phase(step, kept, children, marked, listed, marked_list, pool, slot, se
 
 @njit(cache=True, inline="always")  # called per eviction: no call overhead
 def _sample_evict(
-    tokens, overflow, step, parent, kept, children, marked, listed, marked_list, pool, slot, seen, counters, order,
+    tokens, overflow, step, parent, kept, children, marked, listed, marked_list, pool, slot, seen, counters,
     next_uint32, rng_state, marking, min_block,
 ):  # fmt: skip
     """The samplers' eviction of ``tokens`` leaf tokens, stopping early only when nothing is left to evict (an
@@ -156,9 +174,7 @@ def _sample_evict(
             raise RuntimeError(_SAMPLE_LIMIT)
         rounds_left -= 1
         if pool_size[0] == 0:
-            if marking and _new_phase(
-                step, kept, children, marked, listed, marked_list, pool, slot, seen, counters, order
-            ):
+            if marking and _new_phase(step, kept, children, marked, listed, marked_list, pool, slot, seen, counters):
                 continue
             if freed >= overflow:
                 break
@@ -197,10 +213,10 @@ def _sample_evict(
 @njit(cache=True)
 def _lfu_push(count, last, heap, counters, v):
     n = count.size
-    heap_push(heap[0], heap[1], counters[_HEAP : _HEAP + 1], count[v], last[v] * (n + 1) + n - v)
+    heap_push(heap[0], heap[1], counters, count[v], last[v] * (n + 1) + n - v)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # called per eviction: no call overhead
 def _lfu_evict(tokens, need, step, parent, kept, children, seen, counters, count, last, heap):
     """LFU-leaf's eviction: take tokens from the tail of the top valid leaf edge until ``tokens`` are freed; with
     nothing left to evict, stop if ``need`` tokens are free, else raise. The batch's edges already have this step
@@ -210,21 +226,20 @@ def _lfu_evict(tokens, need, step, parent, kept, children, seen, counters, count
     Each round pops an entry or frees the last tokens, and an entry is pushed only for a parent whose last
     child was emptied (at least one token freed): at most heap entries + tokens + 1 rounds."""
     n = kept.size
-    size = counters[_HEAP : _HEAP + 1]
     freed = 0
-    rounds_left = size[0] + tokens + 1
+    rounds_left = counters[_HEAP] + tokens + 1
     while tokens > 0:
         if rounds_left == 0:
             raise RuntimeError(_LFU_EVICT_LIMIT)
         rounds_left -= 1
-        if size[0] == 0:
+        if counters[_HEAP] == 0:
             if freed >= need:
                 break
             raise RuntimeError(_NOTHING_TO_EVICT)
         a, b = heap[0, 0], heap[1, 0]
         v = n - b % (n + 1)
         if kept[v] == 0 or children[v] > 0 or a != count[v] or b // (n + 1) != last[v]:
-            heap_pop(heap[0], heap[1], size)
+            heap_pop(heap[0], heap[1], counters)
             continue
         run = min(tokens, kept[v])
         kept[v] -= run
@@ -232,7 +247,7 @@ def _lfu_evict(tokens, need, step, parent, kept, children, seen, counters, count
         tokens -= run
         freed += run
         if kept[v] == 0:
-            heap_pop(heap[0], heap[1], size)
+            heap_pop(heap[0], heap[1], counters)
             p = parent[v]
             children[p] -= 1
             if p != 0 and children[p] == 0 and seen[p] != step:
@@ -242,7 +257,7 @@ def _lfu_evict(tokens, need, step, parent, kept, children, seen, counters, count
 @njit(cache=True)
 def run_batches(
     ends, batch, hits, parent, edge_len, kept, children, marked, listed, marked_list, pool, slot, seen, on,
-    counters, count, last, heap, order, budget, next_uint32, rng_state, rule, allocation, min_block,
+    counters, count, last, heap, budget, next_uint32, rng_state, rule, allocation, min_block,
 ):  # fmt: skip
     """Serve the queries ending at trie nodes ``ends`` in consecutive batches of ``batch`` (the last may be
     shorter) under ``rule`` (:data:`LFU`, :data:`RLT` or :data:`RANDOM_LEAF`), writing each query's hits into
@@ -261,7 +276,7 @@ def run_batches(
         stop = min(start + batch, ends.size)
         step = counters[_STEP]
         counters[_STEP] += 1
-        n_on = 0
+        n_on, missing = 0, 0
         for i in range(start, stop):
             h = 0
             v = ends[i]
@@ -278,15 +293,14 @@ def run_batches(
                     seen[v] = step
                     on[n_on] = v
                     n_on += 1
+                    missing += edge_len[v] - kept[v]
                 v = parent[v]
             hits[i] = h
-        missing = 0
-        if not lfu and n_on > 1:
-            on[:n_on].sort()
-        for i in range(n_on):
-            v = on[i]
-            missing += edge_len[v] - kept[v]
-            if not lfu:
+        if not lfu:
+            if n_on > 1:
+                on[:n_on].sort()
+            for i in range(n_on):
+                v = on[i]
                 marked[v] = 1
                 _leave_pool(pool, slot, pool_size, v)
                 if marking and listed[v] == 0:
@@ -301,7 +315,7 @@ def run_batches(
             else:
                 _sample_evict(
                     tokens, overflow, step, parent, kept, children, marked, listed, marked_list, pool, slot, seen,
-                    counters, order, next_uint32, rng_state, marking, min_block,
+                    counters, next_uint32, rng_state, marking, min_block,
                 )  # fmt: skip
         for i in range(n_on):
             v = on[i]
