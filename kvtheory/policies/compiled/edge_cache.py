@@ -343,12 +343,11 @@ class _CompiledEdgeCache(KernelServed):
     as the per-edge class ``rule`` from the same seed."""
 
     _SIZE_CELL = _SIZE
-    _RULE = LFU
 
     def __init__(self, rule: type, trie: PrefixTrie, budget: int, *, min_block: int = _MIN_BLOCK, **options) -> None:
         super().__init__(trie, budget, **options)
         self.name = rule.name
-        self._rule = self._RULE if self._RULE == LFU else (RLT if rule.marking else RANDOM_LEAF)
+        self._rule = self._kernel_rule(rule)
         self._max_steps = (1 << 62) // (trie.n_nodes + 1) - 1  # LFU's int64 heap keys
         self._min_block = int(min_block)
         self._rng = np.random.default_rng(options.get("seed"))  # kept alive: the kernel draws from its state
@@ -373,10 +372,19 @@ class _CompiledEdgeCache(KernelServed):
     def kept(self) -> dict[int, int]:
         return kept_of_array(self._state.kept)
 
+    @staticmethod
+    def _kernel_rule(rule: type) -> int:
+        """The code :func:`run_batches` interprets for the per-edge class ``rule``."""
+        raise NotImplementedError
+
 
 class CompiledLFU(_CompiledEdgeCache):
     """LFU-leaf's cache served through :func:`run_batches`: the same hits, batch for batch, as
     :class:`~kvtheory.policies.lfu.LeafLFU`."""
+
+    @staticmethod
+    def _kernel_rule(rule: type) -> int:
+        return LFU
 
 
 class CompiledLeafSampler(_CompiledEdgeCache):
@@ -384,7 +392,10 @@ class CompiledLeafSampler(_CompiledEdgeCache):
     for batch, as the per-edge class ``rule`` from the same seed."""
 
     randomized = True
-    _RULE = RLT
+
+    @staticmethod
+    def _kernel_rule(rule: type) -> int:
+        return RLT if rule.marking else RANDOM_LEAF
 
     @property
     def phases(self) -> int:
