@@ -53,13 +53,14 @@ def _policy_runs(workload, budget: int, batch: int, evict_amount: str, block_siz
     from kvtheory.errors import InputError
     from kvtheory.model.predictions import PREDICTORS
     from kvtheory.policies import ONLINE_POLICIES, PREDICTIVE_POLICIES
+    from kvtheory.policies.dispatch import compiled_object
     from kvtheory.simulate import run_policy
 
     options = {"batch": batch, "seed": 0, "evict_amount": evict_amount, "backend": "compiled"}
     failures = []
     for cls in ONLINE_POLICIES.values():
         try:
-            made = cls.compiled_object(workload.trie, budget, seed=0, evict_amount=evict_amount)
+            made = compiled_object(cls, workload.trie, budget, seed=0, evict_amount=evict_amount)
             if made is not None:  # else no compiled engine for such a run: nothing to compile
                 run_policy(workload, budget, cls, block_size=block_size, **options)
                 made.serve(list(range(batch)))

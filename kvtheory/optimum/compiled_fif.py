@@ -24,8 +24,8 @@ The kernel reproduces FurthestInFuture hit for hit and token for token (tests/op
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from kvtheory.jit import njit
 from kvtheory.policies.compiled.heap import heap_pop, heap_push
 
 

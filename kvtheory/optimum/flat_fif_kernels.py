@@ -13,8 +13,7 @@ hit for hit (tests/optimum/test_flat_fif.py).
 
 from __future__ import annotations
 
-from numba import njit
-
+from kvtheory.jit import njit
 from kvtheory.policies.compiled.flat_stream import heap_admit, sift_up
 
 

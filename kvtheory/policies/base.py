@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
@@ -47,7 +46,7 @@ class EvictionPolicy(ABC):
     block_engine: ClassVar[bool] = False
     #: the compiled core's object of the rule's family, ``"module:Class"`` with the module under
     #: :mod:`kvtheory.policies` (``compiled.edge_cache``, ``radix_core``), which runs only the classes that opt in
-    #: themselves with ``compiled_core = True``
+    #: themselves with ``compiled_core = True`` (:func:`kvtheory.policies.dispatch.compiled_object`)
     core_class: ClassVar[str] = ""
 
     def __init__(
@@ -72,54 +71,14 @@ class EvictionPolicy(ABC):
     ) -> EvictionPolicy:
         """A fresh object of this policy served batch by batch (the cluster simulation's workers), from the
         engine ``backend`` chooses (:mod:`kvtheory.policies.dispatch`): the compiled core's object, or ``cls``
-        itself. Both give the same hits, batch for batch, from the same seed."""
+        itself. Both give the same hits, batch for batch, from the same seed. The one way in besides the
+        constructor, which builds the per-edge class itself."""
         return policy_object(cls, trie, budget, seed=seed, evict_amount=evict_amount, backend=backend)
-
-    @classmethod
-    def compiled_object(
-        cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall"
-    ) -> EvictionPolicy | None:
-        """The compiled core of this policy (:attr:`core_class`) as an object served batch by batch, the same hits
-        from the same seed, where the class itself opted in (``compiled_core`` on the class, not inherited: a class
-        that changes the rule never runs its parent's core); None otherwise. numba is imported by the runs that
-        use a core alone, and not by those whose kernels are compiled ahead of time
-        (:mod:`kvtheory.policies.native`)."""
-        if not cls.__dict__.get("compiled_core", False) or not cls.core_class:
-            return None
-        module, name = cls.core_class.split(":")
-        core = getattr(importlib.import_module(f"kvtheory.policies.{module}"), name)
-        return core.for_rule(cls, trie, budget, seed=seed, evict_amount=evict_amount)
-
-    @classmethod
-    def instantiate(
-        cls, trie: PrefixTrie, budget: int, *, seed: int | None = None, evict_amount: str = "shortfall", **told
-    ) -> EvictionPolicy:
-        """``cls`` itself, constructed. The eviction amount is passed on only when it is not the default, so
-        a user's policy written without an ``evict_amount`` argument still runs (and is refused, with an
-        InputError, for ``"allocation"``). ``told``: ``predictions=`` for a policy that follows them."""
-        if check_evict_amount(evict_amount) == "shortfall":
-            return cls(trie, budget, seed=seed, **told)
-        try:
-            return cls(trie, budget, seed=seed, evict_amount=evict_amount, **told)
-        except TypeError as exc:
-            if "evict_amount" not in str(exc):
-                raise
-            raise InputError(f"policy {cls.name!r} does not take an eviction amount (evict_amount)") from None
 
     def tokens_to_free(self, overflow: int, missing: int) -> int:
         """How many tokens an eviction is asked to free when a batch of ``missing`` uncached tokens
         overflows the budget by ``overflow`` > 0: ``overflow`` (shortfall) or ``missing`` (allocation)."""
         return missing if self.evict_amount == "allocation" else overflow
-
-    @classmethod
-    def run_compiled(
-        cls, trie: PrefixTrie, budget: int, batch: int, seed: int | None = None, evict_amount: str = "shortfall"
-    ):
-        """Every query's hits (an int64 array) from this policy's compiled core for the whole run (the
-        :class:`KernelServed` object of :meth:`compiled_object` serving every query in one kernel call), or None
-        where it has none for this trie and eviction amount."""
-        made = cls.compiled_object(trie, budget, seed=seed, evict_amount=evict_amount)
-        return None if made is None else made.serve_all(batch)
 
     @abstractmethod
     def serve(self, batch: Sequence[int]) -> list[int]:

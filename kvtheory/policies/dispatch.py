@@ -18,12 +18,13 @@ is read chunk by chunk, in O(distinct objects) memory, and the run's per-query h
 streamed core on such a file too (:func:`flat_stream`, :mod:`kvtheory.optimum.flat_fif`). A workload in memory
 whose queries are all one token takes the same cores at batch size 1 (:func:`compiled_hits`).
 
-A policy class offers its compiled core through two class methods, both None where it has none:
-``compiled_object`` (an object served batch by batch, for the cluster) and ``run_compiled`` (every query's
-hits in one call).
+A policy class names its compiled core (``core_class``) and opts in to it on the class itself (``compiled_core``);
+:func:`compiled_object` builds it, :func:`per_edge_object` the class itself, and nothing else does.
 """
 
 from __future__ import annotations
+
+import importlib
 
 from kvtheory.errors import InputError
 
@@ -94,7 +95,7 @@ def _stream_kind(cls) -> str | None:
     policy (L-LRU, token-LRU, FIFO-leaf: one-token edges are whole leaves), "lfu" for LFU-leaf, "sampler" for
     RLT and random-leaf (:mod:`kvtheory.policies.compiled.flat_sampler`), "authors" for rlt-authors
     (:mod:`kvtheory.policies.compiled.flat_authors`), provided the class itself opted in to
-    its compiled core and keeps its family's ``run_compiled`` and ``core_class``; else None."""
+    its compiled core and keeps its family's ``core_class``; else None."""
     from kvtheory.policies.edge_cache import LeafTokenSampler
     from kvtheory.policies.lfu import LeafLFU
     from kvtheory.policies.radix import RadixPolicy
@@ -104,8 +105,7 @@ def _stream_kind(cls) -> str | None:
         return None
     families = ((RadixPolicy, "radix"), (LeafLFU, "lfu"), (LeafTokenSampler, "sampler"), (AuthorsRLT, "authors"))
     for family, kind in families:
-        same_core = cls.run_compiled.__func__ is family.run_compiled.__func__ and cls.core_class == family.core_class
-        if issubclass(cls, family) and same_core:
+        if issubclass(cls, family) and cls.core_class == family.core_class:
             return kind
     return None
 
@@ -150,12 +150,41 @@ def _no_core(cls, evict_amount: str) -> InputError:
 def policy_object(cls, trie, budget: int, *, seed=None, evict_amount: str = "shortfall", backend: str = "auto"):
     """A fresh object of policy ``cls`` served batch by batch, from the engine ``backend`` chooses."""
     if wants_compiled(cls, trie, backend):
-        made = cls.compiled_object(trie, budget, seed=seed, evict_amount=evict_amount)
+        made = compiled_object(cls, trie, budget, seed=seed, evict_amount=evict_amount)
         if made is not None:
             return made
         if backend == "compiled":
             raise _no_core(cls, evict_amount)
-    return cls.instantiate(trie, budget, seed=seed, evict_amount=evict_amount)
+    return per_edge_object(cls, trie, budget, seed=seed, evict_amount=evict_amount)
+
+
+def compiled_object(cls, trie, budget: int, *, seed=None, evict_amount: str = "shortfall"):
+    """The compiled core of policy ``cls`` (its ``core_class``) as an object served batch by batch, the same hits
+    from the same seed as ``cls`` itself, where the class itself opted in (``compiled_core`` on the class, not
+    inherited: a class that changes the rule never runs its parent's core); None otherwise. numba is imported by
+    the runs that use a core alone, and not by those whose kernels are compiled ahead of time
+    (:mod:`kvtheory.policies.native`)."""
+    if not cls.__dict__.get("compiled_core", False) or not cls.core_class:
+        return None
+    module, name = cls.core_class.split(":")
+    core = getattr(importlib.import_module(f"kvtheory.policies.{module}"), name)
+    return core.for_rule(cls, trie, budget, seed=seed, evict_amount=evict_amount)
+
+
+def per_edge_object(cls, trie, budget: int, *, seed=None, evict_amount: str = "shortfall", **told):
+    """Policy ``cls`` itself, constructed: its per-edge engine. The eviction amount is passed on only when it is
+    not the default, so a user's policy written without an ``evict_amount`` argument still runs (and is refused,
+    with an InputError, for ``"allocation"``). ``told``: ``predictions=`` for a policy that follows them."""
+    from kvtheory.policies.base import check_evict_amount
+
+    if check_evict_amount(evict_amount) == "shortfall":
+        return cls(trie, budget, seed=seed, **told)
+    try:
+        return cls(trie, budget, seed=seed, evict_amount=evict_amount, **told)
+    except TypeError as exc:
+        if "evict_amount" not in str(exc):
+            raise
+        raise InputError(f"policy {cls.name!r} does not take an eviction amount (evict_amount)") from None
 
 
 def told_object(cls, trie, budget: int, predictions, *, seed=None, evict_amount="shortfall", backend="auto"):
@@ -181,7 +210,7 @@ def compiled_hits(cls, trie, budget: int, batch: int, seed=None, evict_amount: s
     kind = _stream_kind(cls) if batch == 1 and evict_amount == "shortfall" else None
     if kind is not None and one_token_flat(trie):
         return _streamed(cls, kind, [trie.column("end")], budget, seed, trie.n_nodes)[1]
-    hits = cls.run_compiled(trie, budget, batch, seed, evict_amount)
-    if hits is None and backend == "compiled":
+    made = compiled_object(cls, trie, budget, seed=seed, evict_amount=evict_amount)
+    if made is None and backend == "compiled":
         raise _no_core(cls, evict_amount)
-    return hits
+    return None if made is None else made.serve_all(batch)

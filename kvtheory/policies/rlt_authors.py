@@ -48,9 +48,8 @@ class AuthorsRLT(RadixTree):
     emptied leaf is deleted and its parent joins the candidates if it is unmarked, unlocked and childless.
     The draw stops early only when no candidate is left.
 
-    This class is the oracle of its compiled core (:mod:`kvtheory.policies.compiled.authors`), which
-    ``create`` and ``run_compiled`` use (``compiled_core`` on the class itself: a subclass that changes the
-    rule does not inherit it).
+    This class is the oracle of its compiled core (:mod:`kvtheory.policies.compiled.authors`), which the
+    dispatcher runs (``compiled_core`` on the class itself: a subclass that changes the rule does not inherit it).
     """
 
     name = "rlt-authors"

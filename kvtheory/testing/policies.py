@@ -20,6 +20,7 @@ from kvtheory.model.predictions import predict
 from kvtheory.model.workload import Workload
 from kvtheory.policies import ONLINE_POLICIES, EvictionPolicy, policy_class
 from kvtheory.policies.base import EVICT_AMOUNTS
+from kvtheory.policies.dispatch import compiled_object, per_edge_object
 from kvtheory.policies.ledger import CheckedPolicy, ModelViolation
 from kvtheory.reference import REFERENCE_POLICIES, reference_policy
 from kvtheory.testing.strategies import block_instances, instances
@@ -61,10 +62,10 @@ def _describe(workload: Workload, budget: int, batch: int, block_size: int = 1, 
 
 def amounts(cls: type[EvictionPolicy]) -> tuple[str, ...]:
     """The eviction amounts ``cls`` takes: both, or ``shortfall`` alone for a policy written without an
-    ``evict_amount`` argument (:meth:`~kvtheory.policies.EvictionPolicy.instantiate` refuses it the other)."""
+    ``evict_amount`` argument (:func:`~kvtheory.policies.dispatch.per_edge_object` refuses it the other)."""
     trie = Workload.from_token_lists([[0]]).trie
     try:
-        cls.instantiate(trie, 1, seed=0, evict_amount="allocation", **_told(cls, trie, [[0]], 0))
+        per_edge_object(cls, trie, 1, seed=0, evict_amount="allocation", **_told(cls, trie, [[0]], 0))
     except InputError as exc:
         if "does not take an eviction amount" in str(exc):
             return ("shortfall",)
@@ -80,7 +81,7 @@ def backends(cls: type[EvictionPolicy]) -> tuple[str, ...]:
         core = getattr(cls, "compiled_told", None)
         told = None if core is None else core(trie, 1, _told(cls, trie, [[0]], 0)["predictions"], seed=0)
         return ("python", "compiled") if told is not None else ("python",)
-    return ("python", "compiled") if cls.compiled_object(trie, 1, seed=0) is not None else ("python",)
+    return ("python", "compiled") if compiled_object(cls, trie, 1, seed=0) is not None else ("python",)
 
 
 def _property(check: Callable, examples: int, shrink: bool, drawn=_INSTANCES) -> Callable[[], None]:
@@ -159,7 +160,7 @@ def _served(
         if backend == "compiled":
             policy = cls.compiled_told(workload.trie, budget, told["predictions"], seed=seed, evict_amount=amount)
         else:
-            policy = cls.instantiate(workload.trie, budget, seed=seed, evict_amount=amount, **told)
+            policy = per_edge_object(cls, workload.trie, budget, seed=seed, evict_amount=amount, **told)
     else:
         policy = cls.create(workload.trie, budget, seed=seed, evict_amount=amount, backend=backend)
     checked = CheckedPolicy(policy, cls, budget, amount)
@@ -197,7 +198,7 @@ def policy_checks(
         for budget in (0, -1):
             try:
                 if cls.uses_predictions:
-                    cls.instantiate(trie, budget, seed=0, **_told(cls, trie, [[0]], 0))
+                    per_edge_object(cls, trie, budget, seed=0, **_told(cls, trie, [[0]], 0))
                 else:
                     cls.create(trie, budget, seed=0, backend="python")
             except ValueError:

@@ -2,7 +2,7 @@
 (kvtheory/policies/rlt_authors.py), hit for hit and draw for draw: hits, cache, size, marked_count, the
 phase rules' counts and every query's cached prefix after every batch, on random prefix tries (short and
 long edges, flat ones), batch sizes 1 to 4, random seeds, both eviction amounts; its whole run
-(``run_compiled``, ``run_policy``) and its object served batch by batch (``create``: the cluster
+(``serve_all``, ``run_policy``) and its object served batch by batch (``create``: the cluster
 simulation's workers)."""
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from kvtheory.cluster.cluster import Cluster, Worker
 from kvtheory.cluster.simulation import simulate
 from kvtheory.policies.base import EVICT_AMOUNTS
 from kvtheory.policies.compiled.authors import CompiledAuthorsRLT
+from kvtheory.policies.dispatch import compiled_object
 
 
 def assert_same_runs(workload: Workload, budget: int, batch: int, amount: str, seed: int, prefixes: int = 1) -> None:
@@ -46,7 +47,7 @@ def assert_same_runs(workload: Workload, budget: int, batch: int, amount: str, s
         assert (fast.size, fast.marked_count, fast.phase_starts) == (slow.size, slow.marked_count, slow.phase_starts)
         if step % prefixes == 0:
             assert [fast.cached_prefix(j) for j in everyone] == [slow.cached_prefix(j) for j in everyone], context
-    assert AuthorsRLT.run_compiled(trie, budget, batch, seed, amount).tolist() == hits
+    assert compiled_object(AuthorsRLT, trie, budget, seed=seed, evict_amount=amount).serve_all(batch).tolist() == hits
     assert (
         run_policy(
             workload, budget, "rlt-authors", batch=batch, seed=seed, evict_amount=amount, backend="compiled"
@@ -107,7 +108,7 @@ def test_equal_seeds_give_equal_runs_and_other_seeds_differ():
     workload = Workload.from_token_lists(
         [rng.integers(0, 3, size=int(rng.integers(1, 8))).tolist() for _ in range(300)]
     )
-    runs = [AuthorsRLT.run_compiled(workload.trie, 16, 1, seed).tolist() for seed in (5, 5, 6)]
+    runs = [compiled_object(AuthorsRLT, workload.trie, 16, seed=seed).serve_all(1).tolist() for seed in (5, 5, 6)]
     assert runs[0] == runs[1] != runs[2]
 
 
@@ -130,7 +131,7 @@ class PlainAuthorsRLT(AuthorsRLT):
 
 def test_a_subclass_that_does_not_opt_in_runs_per_edge():
     trie = Workload.from_token_lists([[1, 2], [1, 3]]).trie
-    assert PlainAuthorsRLT.run_compiled(trie, 3, 1, 0) is None
+    assert compiled_object(PlainAuthorsRLT, trie, 3, seed=0) is None
     assert type(PlainAuthorsRLT.create(trie, 3, seed=0)) is PlainAuthorsRLT
 
 

@@ -109,15 +109,16 @@ def test_a_rule_that_differs_from_its_reference_fails_matches_the_reference(monk
 
 
 def test_a_compiled_engine_that_differs_fails_engines_agree(monkeypatch):
-    monkeypatch.setattr(
-        kv.TokenLRU,
-        "compiled_object",
-        classmethod(
-            lambda cls, trie, budget, seed=None, evict_amount="shortfall": kv.FifoLeaf(
-                trie, budget, evict_amount=evict_amount
-            )
-        ),
-    )
+    from kvtheory.policies import dispatch
+
+    real = dispatch.compiled_object
+
+    def fifo_for_token_lru(cls, trie, budget, *, seed=None, evict_amount="shortfall"):
+        if cls is kv.TokenLRU:
+            return kv.FifoLeaf(trie, budget, evict_amount=evict_amount)
+        return real(cls, trie, budget, seed=seed, evict_amount=evict_amount)
+
+    monkeypatch.setattr(dispatch, "compiled_object", fifo_for_token_lru)
     assert "the per-edge engine has" in _failing("token-lru", "engines_agree")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from functools import partial
 
 import numpy as np
 import pytest
@@ -28,6 +29,7 @@ from kvtheory.cluster.simulation import simulate
 from kvtheory.policies import FifoLeaf, LeafLFU, LeafLRU, TokenLRU, policy_class
 from kvtheory.policies.base import EVICT_AMOUNTS
 from kvtheory.policies.compiled.edge_cache import CompiledLFU
+from kvtheory.policies.dispatch import compiled_object, per_edge_object
 from kvtheory.policies.radix_core import CompiledRadix
 
 #: the policies with compiled cores and both eviction amounts: every one but vllm, a block engine (vLLM's block
@@ -200,7 +202,7 @@ def test_subclass_is_served_by_the_per_edge_class(monkeypatch):
     monkeypatch.setattr(dispatch, "CORE_MIN_QUERIES", 1)  # "auto" would take a core for any run
     trie = Workload.from_token_lists([[1, 2], [1, 3]]).trie
     for plain in (PlainLRU, PlainLFU, OldStyleLRU):
-        assert plain.run_compiled(trie, 4, 1) is None
+        assert compiled_object(plain, trie, 4) is None
         assert type(plain.create(trie, 4)) is plain
         with pytest.raises(InputError, match=f"^policy '{plain.name}' has no compiled engine for this run"):
             plain.create(trie, 4, backend="compiled")
@@ -208,7 +210,7 @@ def test_subclass_is_served_by_the_per_edge_class(monkeypatch):
         OldStyleLRU.create(trie, 4, evict_amount="allocation")
     for cls in (LeafLRU, TokenLRU, FifoLeaf, LeafLFU):
         assert isinstance(cls.create(trie, 4, backend="compiled"), CORES[cls.name])
-        assert cls.run_compiled(trie, 4, 1) is not None
+        assert compiled_object(cls, trie, 4) is not None
 
 
 def _multi_turn(seed: int, conversations: int = 30) -> Workload:
@@ -262,14 +264,14 @@ def test_short_runs_in_a_fresh_process_do_not_load_numba():
 
 @pytest.mark.parametrize("queries", [[[1, 2, 3]], [[1, 2], [1, 3, 4]]], ids=["flat", "nested"])
 def test_every_core_says_why_a_batch_cannot_fit_word_for_word(queries):
-    """``run_compiled``, ``create`` and ``instantiate`` do not validate (run_policy does): a query longer
+    """``compiled_object``, ``create`` and ``per_edge_object`` do not validate (run_policy does): a query longer
     than the budget runs every core and every per-edge class, flat and nested, whole run or batch by batch,
     out of tokens to evict, and each says so in the same words."""
     trie = Workload.from_token_lists(queries).trie
     for name, cls in COMPILED.items():
         for amount in EVICT_AMOUNTS:
             with pytest.raises(RuntimeError, match=r"^nothing left to evict: the batch footprint exceeds the budget$"):
-                cls.run_compiled(trie, 2, 1, 0, amount)
+                compiled_object(cls, trie, 2, seed=0, evict_amount=amount).serve_all(1)
                 pytest.fail(f"{name} ({amount}) served a query of 3 tokens under B = 2")
             for backend in ("compiled", "python"):  # served batch by batch: its core, its per-edge class
                 policy = cls.create(trie, 2, seed=0, evict_amount=amount, backend=backend)
@@ -282,12 +284,12 @@ def test_every_core_says_why_a_batch_cannot_fit_word_for_word(queries):
 
 
 def test_every_policy_object_keeps_its_trie_budget_and_eviction_amount():
-    """What ``create`` and ``instantiate`` return, core or per-edge class, answers for the policy's name and
+    """What ``create`` and ``per_edge_object`` return, core or per-edge class, answers for the policy's name and
     the trie, budget and eviction amount it serves (the base class's attributes)."""
     trie = Workload.from_token_lists([[1, 2], [1, 3, 4]]).trie
     for name, cls in COMPILED.items():
         for amount in EVICT_AMOUNTS:
-            for make in (cls.create, cls.instantiate):
+            for make in (cls.create, partial(per_edge_object, cls)):
                 policy = make(trie, 5, seed=0, evict_amount=amount)
                 assert (policy.name, policy.trie, policy.budget, policy.evict_amount) == (name, trie, 5, amount), make
 

@@ -4,6 +4,7 @@ API, every command that serves a workload, sweep specs and the cluster's workers
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import pytest
 
@@ -18,6 +19,7 @@ from kvtheory.policies import ONLINE_POLICIES, EvictionPolicy, LeafLFU, LeafLRU,
 from kvtheory.policies.base import check_evict_amount
 from kvtheory.policies.compiled.authors import CompiledAuthorsRLT
 from kvtheory.policies.compiled.edge_cache import CompiledLeafSampler, CompiledLFU
+from kvtheory.policies.dispatch import compiled_object, per_edge_object
 from kvtheory.policies.edge_cache import _MIN_BLOCK, EdgeCache
 from kvtheory.policies.radix_core import CompiledRadix
 
@@ -220,7 +222,7 @@ def test_a_users_policy_is_created_by_the_base_class_with_the_shortfall_by_defau
     trie = Workload.from_token_lists([[1, 2]]).trie
     policy = _KeepsNothing.create(trie, 3, seed=5)
     assert type(policy) is _KeepsNothing and (policy.trie, policy.budget, policy.seed) == (trie, 3, 5)
-    policy = _KeepsNothing.instantiate(trie, 4)  # instantiate's own default is the shortfall too
+    policy = per_edge_object(_KeepsNothing, trie, 4)  # its own default is the shortfall too
     assert (policy.trie, policy.budget, policy.seed, policy.evict_amount) == (trie, 4, None, "shortfall")
     with pytest.raises(InputError, match=r"^policy 'keeps-nothing' does not take an eviction amount \(evict_amount\)$"):
         _KeepsNothing.create(trie, 3, evict_amount="allocation")
@@ -241,8 +243,8 @@ class _EdgeCacheWithoutInit(EdgeCache):
 
 def test_every_entry_point_defaults_to_the_shortfall():
     """Left out, the eviction amount is the shortfall at every entry point: each policy class, its
-    ``create`` and ``instantiate``, and each compiled core's object, made without one, say so and serve the
-    shortfall's hits; each whole-run entry point (``run_compiled``, the cores' ``serve_all``) gives them.
+    ``create`` and ``per_edge_object``, and each compiled core's object, made without one, say so and serve the
+    shortfall's hits; each whole run (the cores' ``serve_all``) gives them.
     On this workload the two amounts give different hits for every policy."""
     workload = Workload.from_token_lists(SEPARATING_QUERIES)
     trie, budget, n = workload.trie, 4, len(SEPARATING_QUERIES)
@@ -257,9 +259,9 @@ def test_every_entry_point_defaults_to_the_shortfall():
     shortfall = {name: hits(name, "shortfall") for name in COMPILED}
     for name, cls in COMPILED.items():
         assert shortfall[name] != hits(name, "allocation"), name
-        for make in (cls, cls.create, cls.instantiate):
+        for make in (cls, cls.create, partial(per_edge_object, cls)):
             assert served(make(trie, budget, seed=0)) == shortfall[name], (name, make)
-        compiled = cls.run_compiled(trie, budget, 1, 0)
+        compiled = compiled_object(cls, trie, budget, seed=0).serve_all(1)
         assert compiled is not None and compiled.tolist() == shortfall[name], name
     cores = {
         "lru": lambda: CompiledRadix(LeafLRU, trie, budget),

@@ -11,6 +11,7 @@ from kvtheory.model.traces import flat as flat_module
 from kvtheory.model.traces.flat import read_oracle_general
 from kvtheory.model.workload import Workload
 from kvtheory.policies import policy_class
+from kvtheory.policies.dispatch import compiled_object
 from kvtheory.policies.flat_streams import stream_authors
 from kvtheory.simulate import run_policy
 
@@ -24,7 +25,7 @@ def test_streamed_hits_equal_the_compiled_core(tmp_path, monkeypatch, seed):
     for ids, budget in random_traces(seed, 16):
         write_oracle_general(path, ids)
         workload = read_oracle_general(path)
-        core = cls.compiled_object(workload.trie, budget, seed=seed)
+        core = compiled_object(cls, workload.trie, budget, seed=seed)
         expected = core.serve_all(1)
         total, hits = stream_authors(workload.queries.id_chunks(), budget, seed=seed, query_hits=True)
         assert hits.tolist() == expected.tolist() and total == int(expected.sum())

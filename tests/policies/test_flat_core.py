@@ -12,6 +12,7 @@ from kvtheory.model import workload as workload_module
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.model.workload import read_workload
 from kvtheory.policies import policy_class
+from kvtheory.policies.dispatch import compiled_object
 from kvtheory.simulate import drive, run_policy
 
 
@@ -37,7 +38,7 @@ def test_radix_core_matches_per_edge_policy(name, max_edge):
     evicted_somewhere = False
     for workload, budget, batch in _flat_instances(7, 150, max_edge):
         assert set(workload.trie.parent[1:]) == {0}  # flat: every edge off the root
-        assert policy_class(name).run_compiled(workload.trie, budget, batch) is not None
+        assert compiled_object(policy_class(name), workload.trie, budget) is not None
         fast = run_policy(workload, budget, name, batch=batch, backend="compiled")
         slow = _per_edge_hits(workload, budget, name, batch)
         assert fast.query_hits.tolist() == slow.tolist()
@@ -48,7 +49,7 @@ def test_radix_core_matches_per_edge_policy(name, max_edge):
 @pytest.mark.parametrize("name", ["rlt", "random-leaf"])
 def test_sampler_core_matches_per_edge_policy_draw_for_draw(name):
     for index, (workload, budget, batch) in enumerate(_flat_instances(13, 150, 3)):
-        assert policy_class(name).run_compiled(workload.trie, budget, batch, index) is not None
+        assert compiled_object(policy_class(name), workload.trie, budget, seed=index) is not None
         fast = run_policy(workload, budget, name, batch=batch, seed=index, backend="compiled")
         slow = _per_edge_hits(workload, budget, name, batch, seed=index)
         assert fast.query_hits.tolist() == slow.tolist()

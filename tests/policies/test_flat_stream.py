@@ -12,7 +12,7 @@ from kvtheory.model.traces import flat as flat_module
 from kvtheory.model.traces.flat import read_oracle_general
 from kvtheory.model.workload import Workload
 from kvtheory.policies import dispatch, policy_class
-from kvtheory.policies.dispatch import compiled_hits, streamed_hits
+from kvtheory.policies.dispatch import compiled_hits, compiled_object, streamed_hits
 from kvtheory.policies.flat_streams import stream_run
 from kvtheory.policies.lru import LeafLRU
 from kvtheory.simulate import run_policy
@@ -28,7 +28,7 @@ def test_streamed_hits_equal_the_general_core(tmp_path, monkeypatch, policy):
         write_oracle_general(path, ids)
         workload = read_oracle_general(path)
         trie = Workload.from_token_lists([[x] for x in ids.tolist()]).trie
-        expected = cls.compiled_object(trie, budget).serve_all(1)
+        expected = compiled_object(cls, trie, budget).serve_all(1)
         kind = "lfu" if policy == "lfu" else "radix"
         chunks = workload.queries.id_chunks()
         total, hits = stream_run(chunks, budget, kind, refresh=getattr(cls, "refresh_on_hit", True), query_hits=True)
@@ -51,12 +51,12 @@ def test_one_token_tries_take_the_streamed_cores_at_batch_size_1_only(monkeypatc
     monkeypatch.setattr(dispatch, "_streamed", lambda *args, **kw: streamed.append(args[1]) or real(*args, **kw))
     for seed in range(3):
         hits = compiled_hits(cls, one_token, 25, 1, seed=seed, backend="compiled")
-        expected = cls.compiled_object(one_token, 25, seed=seed).serve_all(1)
+        expected = compiled_object(cls, one_token, 25, seed=seed).serve_all(1)
         assert hits.tolist() == expected.tolist()
     assert len(streamed) == 3
     for trie, batch, amount in ((one_token, 2, "shortfall"), (one_token, 1, "allocation"), (nested, 1, "shortfall")):
         hits = compiled_hits(cls, trie, 4, batch, seed=0, evict_amount=amount, backend="compiled")
-        expected = cls.compiled_object(trie, 4, seed=0, evict_amount=amount).serve_all(batch)
+        expected = compiled_object(cls, trie, 4, seed=0, evict_amount=amount).serve_all(batch)
         assert hits.tolist() == expected.tolist()
     assert len(streamed) == 3
 

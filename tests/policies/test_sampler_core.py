@@ -1,6 +1,6 @@
 """The compiled RLT / random-leaf core (kvtheory/policies/compiled/edge_cache.py) against the per-edge classes
 (kvtheory/policies/edge_cache.py), hit for hit and draw for draw, on random tries, batch sizes 1 to 4,
-several seeds, both eviction amounts: its whole run (``run_compiled``) and its object served batch by
+several seeds, both eviction amounts: its whole run (``serve_all``) and its object served batch by
 batch (``create``, the cluster's workers). Then the eviction amounts on scripted instances: allocation
 frees the whole batch's missing tokens where shortfall frees the overflow, RLT starts a phase for it,
 and both stop early only when nothing is left to evict."""
@@ -15,6 +15,7 @@ from kvtheory import InputError, Workload
 from kvtheory.model.batches import batches
 from kvtheory.policies import RandomizedLeafToken, RandomLeaf, dispatch, policy_class
 from kvtheory.policies.compiled.edge_cache import CompiledLeafSampler
+from kvtheory.policies.dispatch import compiled_object
 from kvtheory.policies.edge_cache import LeafTokenSampler
 from kvtheory.simulate import drive, run_policy
 
@@ -47,7 +48,7 @@ def test_compiled_core_matches_per_edge_class_hit_for_hit(instance, seed, name, 
     assert isinstance(compiled, CompiledLeafSampler) and not isinstance(per_edge, CompiledLeafSampler)
     expected = _serve_all(per_edge, workload, batch)
     assert _serve_all(compiled, workload, batch) == expected
-    whole_run = cls.run_compiled(workload.trie, budget, batch, seed, amount)
+    whole_run = compiled_object(cls, workload.trie, budget, seed=seed, evict_amount=amount).serve_all(batch)
     assert whole_run.tolist() == expected[0]
     if name == "rlt":
         assert compiled.phases == per_edge.phases
@@ -154,7 +155,7 @@ def test_a_subclass_that_does_not_opt_in_runs_per_edge(monkeypatch):
         name = "other-leaf"
 
     workload = Workload.from_token_lists([[1, 2], [1, 3]])
-    assert Other.run_compiled(workload.trie, 3, 1, 0) is None
+    assert compiled_object(Other, workload.trie, 3, seed=0) is None
     assert type(Other.create(workload.trie, 3, seed=0, backend="auto")) is Other
     with pytest.raises(InputError, match="^policy 'other-leaf' has no compiled engine for this run"):
         Other.create(workload.trie, 3, seed=0, backend="compiled")

@@ -7,7 +7,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 #: lowest first; a module belongs to the layer of the longest prefix naming it
 LAYERS = [
-    ("base", ["kvtheory.errors", "kvtheory.locking", "kvtheory.params", "kvtheory.registry", "kvtheory.stats"]),
+    (
+        "base",
+        [
+            "kvtheory.errors",
+            "kvtheory.jit",
+            "kvtheory.locking",
+            "kvtheory.params",
+            "kvtheory.registry",
+            "kvtheory.stats",
+        ],
+    ),
     ("model", ["kvtheory.model"]),
     ("workloads", ["kvtheory.workloads"]),
     ("policies", ["kvtheory.policies", "kvtheory.reference"]),

@@ -36,8 +36,8 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
-from numba import njit
 
+from kvtheory.jit import njit
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import KernelServed
 from kvtheory.policies.compiled.edge_cache import bounded_draw

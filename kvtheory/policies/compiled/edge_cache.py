@@ -24,8 +24,8 @@ Paths are walked through the trie's parent array; all state is int64 / uint8 num
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from kvtheory.jit import njit
 from kvtheory.model.trie import PrefixTrie
 from kvtheory.policies.base import KernelServed, kept_of_array
 from kvtheory.policies.compiled.heap import grow_columns, heap_pop, heap_push

@@ -21,8 +21,8 @@ eviction, none when m = 1, as numpy): tests/policies/test_flat_authors.py.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from kvtheory.jit import njit
 from kvtheory.policies.compiled.edge_cache import bounded_draw
 
 # indices into ``counters``: cached tokens, marked_count, stamps used, candidates

@@ -19,8 +19,8 @@ what :func:`sampler_chunk` sorts by. Hit for hit, draw for draw: tests/policies/
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from kvtheory.jit import njit
 from kvtheory.policies.compiled.edge_cache import bounded_draw
 
 # indices into ``counters``: cached tokens, pool size, marked-list length

@@ -22,8 +22,8 @@ request step, so every key is distinct and the node number is only a payload.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from kvtheory.jit import njit
 from kvtheory.policies.compiled.heap import HEAP_LEVELS
 
 #: Fibonacci hashing's multiplier, 2**64 / golden ratio, as a signed 64-bit integer

@@ -8,7 +8,8 @@ int64 state; push and pop are inlined into each kernel that calls them. :func:`g
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from kvtheory.jit import njit
 
 #: the step-limit errors of the kernels below (constants: numba raises them without building a string)
 _PER_LEVEL = " of the compiled heap exceeded its step limit of 64 levels"

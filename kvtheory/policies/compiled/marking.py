@@ -35,8 +35,8 @@ rounds of a run of causes at its length plus one (an internal error past each).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from kvtheory.jit import njit
 from kvtheory.policies.compiled.edge_cache import bounded_draw
 from kvtheory.policies.compiled.predictive import ToldKernel, _fenwick_add, _fenwick_select, batch_keys, water_level
 from kvtheory.policies.compiled.radix import cached_prefix_of

@@ -25,9 +25,9 @@ length plus one (an internal error past each), heap and tree walks at their heig
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from kvtheory.errors import InputError
+from kvtheory.jit import njit
 from kvtheory.model.batches import batches
 from kvtheory.model.predictions import Requests
 from kvtheory.policies.base import KernelServed

@@ -29,8 +29,8 @@ most 3b entries, so capacity is made once per batch and memory stays O(trie node
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from kvtheory.jit import njit
 from kvtheory.policies.compiled.heap import grow_columns, heap_pop, heap_push, set_aside
 from kvtheory.policies.compiled.radix_layout import (
     C_ALLOCATION,

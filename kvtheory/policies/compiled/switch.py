@@ -35,9 +35,9 @@ naming this kernel.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from kvtheory.errors import InputError
+from kvtheory.jit import njit
 from kvtheory.policies.bo_rlt_switch import FACTOR
 from kvtheory.policies.compiled.edge_cache import RLT, EdgeState, run_batches
 from kvtheory.policies.compiled.predictive import ToldKernel, batch_keys

@@ -5,9 +5,8 @@ multiply and an add nor reassociates): the same bits as the plain Python functio
 
 from __future__ import annotations
 
-from numba import njit
-
 from kvtheory.cluster.routers import rls
+from kvtheory.jit import njit
 
 predict = njit(cache=True)(rls.predict)
 rls_update = njit(cache=True)(rls.rls_update)
