@@ -11,6 +11,7 @@ deadline, and :func:`reaped_cbc` kills a CBC process that such an interruption l
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import signal
 import sys
@@ -32,9 +33,9 @@ def hard_deadline(seconds: float | None):
 
     A SIGALRM timer, so only in the main thread (elsewhere, e.g. in a Dask worker thread, the solvers'
     own limits are all there is). Once expired it fires again every ``_REPEAT`` seconds until the block
-    is left: an exception raised while Python runs a garbage-collector or weakref callback is dropped
-    there, and the next alarm lands in ordinary code (never inside ``sys.unraisablehook``, which reports
-    the dropped one). An alarm that arrives while this generator itself
+    is left: an exception raised while Python runs a weakref callback is dropped there, and the next alarm
+    lands in ordinary code (an alarm inside a finalizer, a garbage-collector callback or ``sys.unraisablehook``
+    waits for it, raising nothing there). An alarm that arrives while this generator itself
     runs (leaving the block) raises nothing, so the timer is always disarmed. An alarm armed by someone
     else (pytest-timeout, say) is put back, with what was left of it, on the way out.
 
@@ -50,8 +51,8 @@ def hard_deadline(seconds: float | None):
     def expire(signum, frame):
         if frame is not None and frame.f_code is own_code:
             return  # already leaving the block: the finally below disarms the timer
-        if _in_unraisable_hook(frame):
-            return  # reporting an exception a callback dropped: an exception here would break the report
+        if _dropped_there(frame):
+            return  # a callback that would drop the exception, or the report of one: the next alarm raises
         raised.append(True)
         raise OutOfTime
 
@@ -76,13 +77,14 @@ def hard_deadline(seconds: float | None):
             signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), previous_interval)
 
 
-def _in_unraisable_hook(frame) -> bool:
-    """Whether ``frame`` runs inside ``sys.unraisablehook`` (a Python function, or a partial of one, as
-    pytest installs): the repeated alarm waits for the next ordinary frame instead of raising there."""
-    hook = sys.unraisablehook
-    code = getattr(getattr(hook, "func", hook), "__code__", None)
-    while frame is not None and code is not None:
-        if frame.f_code is code:
+def _dropped_there(frame) -> bool:
+    """Whether ``frame`` runs where Python would drop the exception, inside a finalizer (``__del__``) or a
+    garbage-collector callback (``gc.callbacks``, as hypothesis installs one), or inside ``sys.unraisablehook``,
+    which reports such a drop (a Python function, or a partial of one, as pytest installs): the repeated alarm
+    waits for the next ordinary frame instead of raising there."""
+    codes = {getattr(getattr(hook, "func", hook), "__code__", None) for hook in (sys.unraisablehook, *gc.callbacks)}
+    while frame is not None:
+        if frame.f_code in codes or frame.f_code.co_name == "__del__":
             return True
         frame = frame.f_back
     return False

@@ -2,6 +2,7 @@
 stopped without a solution says so, and the joint optimum runs when asked."""
 
 import functools
+import gc
 import json
 import subprocess
 import sys
@@ -89,6 +90,38 @@ def test_the_repeated_alarm_waits_out_an_unraisable_hook_that_is_a_partial(monke
         sys.unraisablehook("dropped")
         _spin(2.0)
     assert reported == ["dropped"]
+
+
+def test_the_repeated_alarm_waits_out_a_garbage_collector_callback_and_a_finalizer(monkeypatch):
+    """hypothesis keeps a callback in ``gc.callbacks``, and a subprocess object left over runs ``__del__`` when
+    collected: an OutOfTime raised inside either is dropped by the interpreter (and reported as unraisable).
+    The alarm waits for ordinary code instead: nothing is dropped, and the block still stops."""
+
+    class SlowToFinalize:
+        def __del__(self):
+            _spin(0.3)  # six repeated alarms fall in here
+
+    def slow_callback(phase, info):
+        if phase == "start":
+            _spin(0.3)
+
+    gc.collect()  # the garbage of earlier tests, finalized outside the deadline
+    dropped = []
+    monkeypatch.setattr(sys, "unraisablehook", dropped.append)
+    gc.callbacks.append(slow_callback)
+    try:
+        with pytest.raises(OutOfTime), hard_deadline(0.02):
+            gc.collect()
+            _spin(2.0)
+    finally:
+        gc.callbacks.remove(slow_callback)
+    with pytest.raises(OutOfTime), hard_deadline(0.02):
+        cycle = SlowToFinalize()
+        cycle.itself = cycle
+        del cycle
+        gc.collect()
+        _spin(2.0)
+    assert dropped == []
 
 
 def test_an_unraisable_hook_without_python_code_leaves_the_deadline_alone(monkeypatch):
