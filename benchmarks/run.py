@@ -5,7 +5,9 @@
     python benchmarks/run.py --json --flat-requests 0   # without the flat 1M-request Zipf trace
 
 Figures: for each online policy and FIF, the in-process simulation time (median of --repeats runs)
-and tokens/second on the whole workload at B = a quarter of its distinct tokens; the wall and CPU
+and tokens/second on the whole workload at B = a quarter of its distinct tokens, on the engine ``backend="auto"``
+chooses (``engine``) and on each engine ("python": the per-edge class; "compiled": its core, where it has
+one), with the same misses; the wall and CPU
 time (user + sys) and peak resident memory of the whole ``kvtheory evict`` / ``kvtheory opt`` process
 reading the JSON Lines file; and a straightforward per-token reference simulation of the same policy
 (kvtheory.reference: a dict of token nodes, one step per token) run on a slice of the workload, scaled to
@@ -32,6 +34,8 @@ from whole_process import KVTHEORY
 from whole_process import measure as measure_process
 
 from kvtheory import run_fif, run_policy, write_workload
+from kvtheory.policies import policy_class
+from kvtheory.policies.dispatch import compiled_object, long_enough, wants_compiled
 from kvtheory.reference import ReferenceAuthorsRLT, reference_run
 from kvtheory.reference.core import token_lists
 from kvtheory.workloads import generate
@@ -67,8 +71,30 @@ def _process(argv: list[str], repeats: int) -> dict:
     }
 
 
-def _run(workload, budget: int, name: str, seed: int = 0):
-    return run_fif(workload, budget) if name == "fif" else run_policy(workload, budget, name, seed=seed)
+def _run(workload, budget: int, name: str, seed: int = 0, backend: str = "auto"):
+    if name == "fif":
+        return run_fif(workload, budget, backend=backend)
+    return run_policy(workload, budget, name, seed=seed, backend=backend)
+
+
+def _engine(workload, name: str) -> str:
+    """The engine ``backend="auto"`` takes for the run of ``name`` over ``workload``."""
+    if name == "fif":
+        return "compiled" if long_enough(len(workload)) else "python"
+    cls = policy_class(name)
+    has_core = compiled_object(cls, workload.trie, 1) is not None
+    return "compiled" if has_core and wants_compiled(cls, workload.trie, "auto") else "python"
+
+
+def _by_engine(workload, budget: int, name: str, repeats: int, misses: int) -> dict:
+    """The in-process time (median of ``repeats``) of the run on each engine, checked to miss ``misses``."""
+    seconds = {}
+    for backend in ("python", "compiled"):
+        took, result = _median_time(partial(_run, workload, budget, name, backend=backend), repeats)
+        if result.misses != misses:
+            raise SystemExit(f"{name}: the {backend} engine misses {result.misses}, the auto run {misses}")
+        seconds[backend] = took
+    return seconds
 
 
 def main() -> None:
@@ -113,6 +139,8 @@ def main() -> None:
                 "misses": result.misses,
                 "hit_rate": result.hit_rate,
                 "seconds": seconds,
+                "engine": _engine(workload, name),
+                "engine_seconds": _by_engine(workload, budget, name, args.repeats, result.misses),
                 "tokens_per_second": workload.total_tokens / seconds,
                 **_process(cli, args.repeats),
                 "reference_slice_seconds": ref_seconds,

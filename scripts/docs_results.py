@@ -405,23 +405,27 @@ def traces_table(records: list[dict]) -> str:
 
 
 def single_worker_table(records: list[dict]) -> str:
-    """``python benchmarks/run.py``: each policy and FIF on one worker, in process and as a whole process,
-    against the per-token reference on a slice scaled to the whole by tokens."""
-    (run,) = records
+    """``python benchmarks/run.py``: each policy and FIF on one worker, in process (on the engine "auto" takes, and
+    on each engine where the run measured both) and as a whole process, against the per-token reference on a
+    slice scaled to the whole by tokens. The latest stored run."""
+    run = max(records, key=lambda r: r["recorded"])
     o = run["output"]
     s = o["slice"]
     lines = [
-        "| policy | simulation | tokens/s | whole process (CPU; wall) | peak RSS | reference, scaled | speed-up "
-        "| hits as the reference's |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| policy | in process (auto) | per-edge class | compiled core | tokens/s (auto) | whole process (CPU; wall) "
+        "| peak RSS | reference, scaled | speed-up | hits as the reference's |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     names = sorted(o["policies"], key=lambda k: (*POLICY_ORDER, "fif").index(k) if k in (*POLICY_ORDER, "fif") else 99)
     for name in names:
         e = o["policies"][name]
         same = e["identical_to_reference_on_slice"]
         same = "yes" if same is True else "NO" if same is False else "in distribution (tested)"
+        engines = e.get("engine_seconds", {})
+        auto = f"{e['seconds']:.3f} s" + (f" ({e['engine']})" if "engine" in e else "")
+        each = " | ".join(f"{engines[k]:.3f} s" if k in engines else "not measured" for k in ("python", "compiled"))
         lines.append(
-            f"| {'fif (OPT)' if name == 'fif' else name} | {e['seconds']:.3f} s "
+            f"| {'fif (OPT)' if name == 'fif' else name} | {auto} | {each} "
             f"| {e['tokens_per_second'] / 1e6:.3g} M "
             f"| {e['process_cpu_seconds']:.2f} s; {e['process_seconds']:.2f} s | {e['process_peak_rss_mb']:.0f} MB "
             f"| {e['reference_scaled_seconds']:,.0f} s | {e['speedup_vs_reference']:,.0f}x | {same} |"
@@ -431,9 +435,7 @@ def single_worker_table(records: list[dict]) -> str:
     return (
         f"gsp ({setting}, seed {o['workload']['seed']}): {o['queries']:,} queries, {o['tokens']:,} tokens "
         f"({o['distinct_tokens']:,} distinct), B = {o['budget']:,}; the reference ran on the first {s['queries']} "
-        f"queries ({s['tokens']:,} tokens, B = {s['budget']:,}).\n\n"
-        + "\n".join(lines)
-        + f"\n\n{provenance(records)}\n"
+        f"queries ({s['tokens']:,} tokens, B = {s['budget']:,}).\n\n" + "\n".join(lines) + f"\n\n{provenance([run])}\n"
     )
 
 
