@@ -76,14 +76,15 @@ class PriorityRule(EdgeCache):
     def _before_batch(self, paths: Sequence[Sequence[int]], on_paths: Collection[int]) -> None:
         """The batch's books: a new step, a request per query and path edge, this step as the last access of the
         batch's edges, and as the insertion step of those it loads (none of them is evicted for the batch)."""
-        self.step += 1
+        self.step = step = self.step + 1
+        requests, last_access, inserted, kept = self._requests, self._last_access, self._inserted, self._kept
         for path in paths:
             for v in path:
-                self._requests[v] += 1
+                requests[v] += 1
         for v in on_paths:
-            self._last_access[v] = self.step
-            if self._kept[v] == 0:
-                self._inserted[v] = self.step
+            last_access[v] = step
+            if kept[v] == 0:
+                inserted[v] = step
 
     def leaves(self, on_paths: Collection[int]) -> list[int]:
         """The cached leaf edges off ``on_paths``, ascending."""
