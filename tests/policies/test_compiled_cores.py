@@ -196,6 +196,18 @@ class OldStyleLRU(LeafLRU):
         super().__init__(trie, budget, seed=seed)
 
 
+def test_a_policy_object_comes_from_its_constructor_or_create_alone():
+    """The ways in to a policy object are the class's constructor (its per-edge engine) and ``create`` (the engine
+    the backend chooses); the dispatcher alone builds a compiled core's object or the class itself."""
+    from kvtheory.policies import EvictionPolicy
+
+    ways_in = {name for name, member in vars(EvictionPolicy).items() if isinstance(member, classmethod)}
+    assert ways_in == {"create"}
+    trie = Workload.from_token_lists([[1, 2], [1, 3]]).trie
+    assert type(per_edge_object(LeafLRU, trie, 4)) is LeafLRU
+    assert isinstance(compiled_object(LeafLRU, trie, 4), CompiledRadix)
+
+
 def test_subclass_is_served_by_the_per_edge_class(monkeypatch):
     from kvtheory.policies import dispatch
 
