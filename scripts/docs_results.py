@@ -406,8 +406,8 @@ def traces_table(records: list[dict]) -> str:
 
 def single_worker_table(records: list[dict]) -> str:
     """``python benchmarks/run.py``: each policy and FIF on one worker, in process (on the engine "auto" takes, and
-    on each engine where the run measured both) and as a whole process, against the per-token reference on a
-    slice scaled to the whole by tokens. The latest stored run."""
+    on each engine) and as a whole process, against the per-token reference on a slice scaled to the whole by
+    tokens. The latest stored run."""
     run = max(records, key=lambda r: r["recorded"])
     o = run["output"]
     s = o["slice"]
@@ -421,9 +421,8 @@ def single_worker_table(records: list[dict]) -> str:
         e = o["policies"][name]
         same = e["identical_to_reference_on_slice"]
         same = "yes" if same is True else "NO" if same is False else "in distribution (tested)"
-        engines = e.get("engine_seconds", {})
-        auto = f"{e['seconds']:.3f} s" + (f" ({e['engine']})" if "engine" in e else "")
-        each = " | ".join(f"{engines[k]:.3f} s" if k in engines else "not measured" for k in ("python", "compiled"))
+        auto = f"{e['seconds']:.3f} s ({e['engine']})"
+        each = " | ".join(f"{e['engine_seconds'][k]:.3f} s" for k in ("python", "compiled"))
         lines.append(
             f"| {'fif (OPT)' if name == 'fif' else name} | {auto} | {each} "
             f"| {e['tokens_per_second'] / 1e6:.3g} M "
